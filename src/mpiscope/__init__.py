@@ -1,0 +1,3 @@
+"""mpiscope: see, diagnose and fix the communication of MPI programs."""
+
+__version__ = "0.1.0"

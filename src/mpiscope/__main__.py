@@ -1,0 +1,5 @@
+import sys
+
+from mpiscope.cli import main
+
+sys.exit(main())

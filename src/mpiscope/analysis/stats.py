@@ -1,0 +1,118 @@
+"""Exact per-rank, per-call, per-call-site and per-pair statistics (mpiP's views).
+
+Application time per rank runs from the exit of MPI_Init to the entry of
+MPI_Finalize (mpiP's convention); for a rank that never finalized, to its
+last recorded event. MPI time is the time inside the other MPI calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from mpiscope.trace import Trace
+
+ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
+
+
+@dataclass(frozen=True)
+class Stats:
+    run_id: str
+    ranks: int
+    per_rank: pl.DataFrame
+    per_call: pl.DataFrame
+    callsites: pl.DataFrame
+    pairs: pl.DataFrame
+    unmatched_sends: int
+    unmatched_recvs: int
+    truncated_ranks: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def unmatched_messages(self) -> int:
+        return self.unmatched_sends + self.unmatched_recvs
+
+    def to_json(self) -> dict[str, Any]:
+        app = int(self.per_rank["app_time_ns"].sum())
+        mpi = int(self.per_rank["mpi_time_ns"].sum())
+        return {
+            "schema": "mpiscope.stats/1",
+            "run_id": self.run_id,
+            "ranks": self.ranks,
+            "app_time_ns": app,
+            "mpi_time_ns": mpi,
+            "mpi_pct": 100.0 * mpi / app if app else 0.0,
+            "per_rank": self.per_rank.to_dicts(),
+            "per_call": self.per_call.to_dicts(),
+            "callsites": self.callsites.to_dicts(),
+            "pairs": self.pairs.to_dicts(),
+            "unmatched_messages": self.unmatched_messages,
+            "unmatched_sends": self.unmatched_sends,
+            "unmatched_recvs": self.unmatched_recvs,
+            "truncated_ranks": self.truncated_ranks,
+            "warnings": self.warnings,
+        }
+
+
+def summarize(trace: Trace, top: int = 20) -> Stats:
+    ev = trace.events().with_columns((pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"))
+    msgs = trace.messages()
+    is_env = pl.col("call").cast(pl.Utf8).is_in(ENV_CALLS)
+    span = ev.group_by("rank").agg(
+        pl.col("t_leave_ns").filter(pl.col("call").cast(pl.Utf8).is_in(["MPI_Init", "MPI_Init_thread"]))
+        .max().alias("t_start"),
+        pl.col("t_enter_ns").filter(pl.col("call").cast(pl.Utf8) == "MPI_Finalize").min().alias("t_fin"),
+        pl.col("t_enter_ns").min().alias("t_first"),
+        pl.col("t_leave_ns").max().alias("t_last"),
+        pl.col("dur_ns").filter(~is_env).sum().alias("mpi_time_ns"),
+        pl.len().alias("calls"),
+    )
+    sent = msgs.group_by(pl.col("src").alias("rank")).agg(
+        pl.len().alias("messages_sent"), pl.col("bytes").sum().alias("bytes_sent"))
+    recv = msgs.group_by(pl.col("dst").alias("rank")).agg(
+        pl.len().alias("messages_received"), pl.col("bytes").sum().alias("bytes_received"))
+    coll = ev.filter(pl.col("coll_id").is_not_null()).group_by("rank").agg(
+        pl.col("bytes").sum().alias("collective_bytes_sent"))
+    per_rank = (
+        span.join(sent, on="rank", how="left").join(recv, on="rank", how="left").join(coll, on="rank", how="left")
+        .with_columns(
+            (pl.coalesce("t_fin", "t_last") - pl.coalesce("t_start", "t_first")).alias("app_time_ns"))
+        .with_columns((pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
+                      (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
+        .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
+                *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
+                                                   "bytes_received", "collective_bytes_sent")])
+        .sort("rank").collect()
+    )
+    mpi_total = max(int(per_rank["mpi_time_ns"].sum()), 1)
+    per_call = (
+        ev.filter(~is_env).group_by(pl.col("call").cast(pl.Utf8))
+        .agg(pl.len().alias("count"), pl.col("dur_ns").sum().alias("total_ns"),
+             pl.col("dur_ns").mean().alias("mean_ns"), pl.col("dur_ns").max().alias("max_ns"),
+             pl.col("bytes").sum().alias("bytes"), pl.col("bytes").mean().alias("mean_bytes"))
+        .with_columns((100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi"))
+        .sort("total_ns", descending=True).collect()
+    )
+    callsites = (
+        ev.filter(~is_env).group_by(pl.col("call").cast(pl.Utf8), "callsite")
+        .agg(pl.len().alias("count"), pl.col("rank").n_unique().alias("ranks"),
+             pl.col("dur_ns").sum().alias("total_ns"), pl.col("dur_ns").mean().alias("mean_ns"),
+             pl.col("dur_ns").max().alias("max_ns"), pl.col("bytes").sum().alias("bytes"))
+        .with_columns((100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi"))
+        .sort("total_ns", descending=True).head(top).collect()
+    )
+    pairs = (
+        msgs.group_by("src", "dst").agg(pl.len().alias("messages"), pl.col("bytes").sum().alias("bytes"))
+        .sort(["bytes", "messages", "src", "dst"], descending=[True, True, False, False]).head(top).collect()
+    )
+    counts = trace.manifest.get("counts", {})
+    return Stats(
+        run_id=str(trace.manifest.get("run_id", "")), ranks=trace.ranks, per_rank=per_rank,
+        per_call=per_call, callsites=callsites, pairs=pairs,
+        unmatched_sends=int(counts.get("unmatched_sends", 0)),
+        unmatched_recvs=int(counts.get("unmatched_recvs", 0)),
+        truncated_ranks=list(trace.manifest.get("truncated_ranks", [])),
+        warnings=list(trace.manifest.get("warnings", [])),
+    )

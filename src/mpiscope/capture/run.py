@@ -1,0 +1,165 @@
+"""`mpiscope run`: check the command, prepare the trace directory, launch under
+libmpiscope (LD_PRELOAD), then merge.
+
+The checks run before anything is written: a refused run leaves the
+directory as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mpiscope import __version__
+from mpiscope.capture.manifest import manifest_path, write_manifest
+from mpiscope.errors import MpiError, UsageError
+from mpiscope.mpi.find import MpiInfo, built_against, launcher_env, launcher_mpi, lib_dir
+
+LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "mpiexec.gforker", "prterun", "orterun", "srun"}
+# Launcher options that take a value (MPICH/Hydra, Open MPI, Slurm), to find the program.
+VALUE_OPTIONS = {
+    "-n", "-np", "-c", "-N", "-ppn", "-f", "-hostfile", "--hostfile", "-machinefile", "--machinefile",
+    "-host", "-hosts", "--host", "-wdir", "--wdir", "-x", "-bind-to", "--bind-to", "-map-by", "--map-by",
+    "-launcher", "-rmk", "-iface", "-genvlist", "-envlist", "--rankfile", "-rf", "--mca", "-mca",
+    "--prtemca", "--pmixmca", "-configfile", "--ntasks", "--nodes", "-p", "--partition", "--cpus-per-task",
+    "-profile", "--output-filename", "--report-bindings-file", "-display-map", "--preload-files",
+}
+TWO_VALUE_OPTIONS = {"-genv", "-env", "--mca", "-mca", "--prtemca", "--pmixmca"}
+MIN_FREE_BYTES = 64 << 20
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    trace_dir: Path
+    seconds: float
+    manifest: dict[str, Any]
+
+
+def program_of(cmd: list[str]) -> str | None:
+    """The program a launcher command starts (None if cmd is not a launcher)."""
+    if Path(cmd[0]).name not in LAUNCHERS:
+        return None
+    i = 1
+    while i < len(cmd):
+        tok = cmd[i]
+        if tok == "--":
+            i += 1
+            continue
+        if tok.startswith("-"):
+            if "=" in tok:
+                i += 1
+            elif tok in TWO_VALUE_OPTIONS:
+                i += 3
+            elif tok in VALUE_OPTIONS:
+                i += 2
+            else:
+                i += 1
+            continue
+        return tok
+    return None
+
+
+def _check_command(cmd: list[str]) -> None:
+    if not cmd:
+        raise UsageError("no command to run; give one after --: mpiscope run -- mpiexec -n 4 ./app")
+    if not shutil.which(cmd[0]):
+        raise UsageError(f"command {cmd[0]} not found; give its path or add its directory to PATH")
+    prog = program_of(cmd)
+    if prog is not None and not shutil.which(prog) and not Path(prog).is_file():
+        raise UsageError(f"program {prog} not found; give its path (e.g. ./{prog}) or build it first")
+
+
+def _check_mpi(cmd: list[str], built: MpiInfo) -> None:
+    """Refuse a launcher of another MPI than the one libmpiscope was built for."""
+    launcher = shutil.which(cmd[0])
+    if launcher is None or Path(launcher).name not in LAUNCHERS - {"srun"}:
+        return
+    impl, version = launcher_mpi(launcher)
+    if impl != "unknown" and built.implementation != "unknown" and impl != built.implementation:
+        raise MpiError(f"{launcher} is {impl} {version}, but libmpiscope was built for {built.label}; "
+                       f"use that MPI's mpiexec, or rebuild: mpiscope doctor --rebuild --mpicc /path/to/mpicc")
+
+
+def _prepare_dir(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} exists and is not a directory; choose another --out")
+    if out.is_dir():
+        holds_trace = manifest_path(out).exists() or (out / "raw").exists()
+        if holds_trace and not force:
+            raise UsageError(f"{out} already holds a trace; choose another --out or add --force to replace it")
+        if any(out.iterdir()) and not holds_trace and not force:
+            raise UsageError(f"{out} is not empty; choose an empty or new --out directory")
+    probe_dir = out if out.is_dir() else _existing_parent(out)
+    if not os.access(probe_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"{probe_dir} is not writable; choose a writable --out directory")
+    free = shutil.disk_usage(probe_dir).free
+    if free < MIN_FREE_BYTES:
+        raise UsageError(f"{probe_dir} has only {free >> 20} MiB free; free some space or choose another --out")
+    if out.is_dir() and force:
+        for name in ("raw", "manifest.json", "events.parquet", "messages.parquet", "collectives.parquet",
+                     "comms.parquet"):
+            p = out / name
+            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+    try:
+        (out / "raw").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {out / 'raw'} ({e.strerror}); choose a writable --out directory") from e
+
+
+def _existing_parent(p: Path) -> Path:
+    p = p.absolute()
+    while not p.exists():
+        p = p.parent
+    return p
+
+
+def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = False,
+               extra_env: dict[str, str] | None = None) -> RunResult:
+    _check_command(cmd)
+    library = lib_dir()
+    built = built_against(library)
+    _check_mpi(cmd, built)
+    out = Path(out)
+    _prepare_dir(out, force)
+    calls = json.loads((library / "calls.json").read_text())
+    manifest: dict[str, Any] = {
+        "run_id": uuid.uuid4().hex[:12],
+        "mpiscope_version": __version__,
+        "command": cmd,
+        "cwd": os.getcwd(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "mpi": {"implementation": built.implementation, "version": built.version,
+                "library_version": built.library_version, "libmpi": built.libmpi, "compiler": built.compiler},
+        "library": str(library / "libmpiscope.so"),
+        "calls": calls,
+        "merged": False,
+    }
+    write_manifest(out, manifest)
+    env = launcher_env(dict(os.environ))
+    env["MPISCOPE_DIR"] = str(out.resolve())
+    env["LD_PRELOAD"] = ":".join(filter(None, [str(library / "libmpiscope.so"), env.get("LD_PRELOAD")]))
+    if paused:
+        env["MPISCOPE_START_PAUSED"] = "1"
+    env.update(extra_env or {})
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait()
+    seconds = time.perf_counter() - t0
+    ranks = len(list((out / "raw").glob("rank-*.msc")))
+    manifest.update({"exit_code": code, "wall_seconds": seconds, "ranks": ranks,
+                     "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    write_manifest(out, manifest)
+    return RunResult(code, out, seconds, manifest)

@@ -1,0 +1,52 @@
+"""Per-rank, per-call, per-call-site and per-pair statistics of a trace.
+
+  mpiscope stats trace [--json -]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mpiscope import output
+from mpiscope.analysis.stats import Stats, summarize
+from mpiscope.output import fmt_bytes, fmt_ns
+from mpiscope.trace import open_trace
+
+
+def prepare_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace_dir", type=Path)
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON (- for stdout)")
+    p.add_argument("--top", type=int, default=20, help="rows of the call-site and pair tables (default 20)")
+
+
+def render(s: Stats) -> None:
+    output.table(
+        f"Per rank ({s.ranks} ranks)",
+        ["rank", "app time", "MPI time", "MPI %", "outside MPI", "calls", "sent", "received"],
+        [[r["rank"], fmt_ns(r["app_time_ns"]), fmt_ns(r["mpi_time_ns"]), f"{r['mpi_pct'] or 0:.1f}",
+          fmt_ns(r["outside_mpi_ns"]), r["calls"], fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_received"])]
+         for r in s.per_rank.iter_rows(named=True)])
+    output.table(
+        "Per call", ["call", "count", "total", "mean", "max", "% MPI", "bytes"],
+        [[r["call"], r["count"], fmt_ns(r["total_ns"]), fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),
+          f"{r['pct_mpi']:.1f}", fmt_bytes(r["bytes"])] for r in s.per_call.iter_rows(named=True)])
+    output.table(
+        "Top call sites by time", ["call", "call site", "ranks", "count", "total", "mean", "% MPI"],
+        [[r["call"], r["callsite"] or "?", r["ranks"], r["count"], fmt_ns(r["total_ns"]), fmt_ns(r["mean_ns"]),
+          f"{r['pct_mpi']:.1f}"] for r in s.callsites.iter_rows(named=True)])
+    output.table(
+        "Top communicating pairs", ["src", "dst", "messages", "bytes"],
+        [[r["src"], r["dst"], r["messages"], fmt_bytes(r["bytes"])] for r in s.pairs.iter_rows(named=True)])
+    output.text(f"unmatched messages: {s.unmatched_messages} "
+                f"({s.unmatched_sends} sends, {s.unmatched_recvs} receives)")
+    if s.truncated_ranks:
+        output.warn(f"ranks that did not finish: {s.truncated_ranks}")
+
+
+def run(args: argparse.Namespace) -> int:
+    s = summarize(open_trace(args.trace_dir), top=args.top)
+    if args.json != "-":
+        render(s)
+    output.emit_json(s.to_json(), args.json)
+    return 0

@@ -1,0 +1,127 @@
+/* Per-thread record blocks mapped from the rank's trace file.
+ *
+ * Each thread owns one mapped 1 MiB block at a time. Space is reserved with
+ * posix_fallocate before the block is mapped, so a full disk is seen here, as
+ * an error we can report, and never later as SIGBUS on a store into the map.
+ * The only lock is taken when a block is allocated (once per ~21,800 events).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+int msc_tracking;
+int msc_recording;
+_Thread_local struct msc_thread *msc_tls MSC_TLS_MODEL;
+struct msc_file_header *msc_hdr;
+int msc_trace_fd = -1;
+
+static struct msc_thread threads[MSC_MAX_THREADS];
+static struct msc_thread overflow_thread; /* shared by threads beyond the limit: never records */
+static unsigned nthreads;
+static pthread_mutex_t block_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void msc_warn(const char *what, const char *path, int err)
+{
+    /* One line on stderr, async-signal-safe (no stdio). */
+    char line[512];
+    int n = snprintf(line, sizeof line, "mpiscope: rank %d: %s %s%s%s\n", msc_world_rank_self, what,
+                     path ? path : "", err ? ": " : "", err ? strerror(err) : "");
+    if (n > 0) {
+        ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)w;
+    }
+}
+
+struct msc_thread *msc_thread_attach(void)
+{
+    unsigned i = __atomic_fetch_add(&nthreads, 1, __ATOMIC_RELAXED);
+    if (i >= MSC_MAX_THREADS) {
+        __atomic_fetch_add(&msc_hdr->dropped, 1, __ATOMIC_RELAXED);
+        msc_tls = &overflow_thread;
+        return NULL;
+    }
+    threads[i].index = (uint16_t)i;
+    msc_tls = &threads[i];
+    return msc_tls;
+}
+
+void msc_stop(int state, int sig)
+{
+    __atomic_store_n(&msc_recording, 0, __ATOMIC_RELAXED);
+    if (!msc_hdr) return;
+    uint64_t ns = msc_now_ns();
+    msc_hdr->tick_end = msc_ticks();
+    msc_hdr->ns_end = ns;
+    msc_hdr->end_signal = sig;
+    __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
+}
+
+/* Map the next block for thread t; returns its first free record. */
+struct msc_rec *msc_next_block(struct msc_thread *t)
+{
+    if (t == &overflow_thread || !__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) return NULL;
+    uint64_t t0 = msc_ticks();
+    pthread_mutex_lock(&block_lock);
+    uint32_t idx = msc_hdr->nblocks;
+    off_t off = (off_t)MSC_HEADER_BYTES + (off_t)idx * MSC_BLOCK_BYTES;
+    int err = posix_fallocate(msc_trace_fd, off, MSC_BLOCK_BYTES);
+    void *b = MAP_FAILED;
+    if (!err) {
+        b = mmap(NULL, MSC_BLOCK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, msc_trace_fd, off);
+        if (b == MAP_FAILED) err = errno;
+    }
+    if (err) {
+        pthread_mutex_unlock(&block_lock);
+        if (__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) {
+            msc_stop(MSC_STATE_DISK_FULL, 0);
+            msc_warn("recording stopped, the program runs on; cannot extend the trace file", "", err);
+        }
+        return NULL;
+    }
+    msc_hdr->nblocks = idx + 1;
+    pthread_mutex_unlock(&block_lock);
+    if (t->block) munmap(t->block, MSC_BLOCK_BYTES);
+
+    struct msc_block_header *h = b;
+    h->magic = MSC_BLOCK_MAGIC;
+    h->version = MSC_FORMAT_VERSION;
+    h->thread = t->index;
+    h->rank = msc_world_rank_self;
+    h->seq = t->seq++;
+    h->ns0 = msc_now_ns();
+    h->tick0 = msc_ticks();
+    struct msc_rec *recs = (struct msc_rec *)((char *)b + MSC_BLOCK_HEADER_BYTES);
+    /* The block switch itself is an event: tool time the user should see. */
+    recs[0].t_enter = t0;
+    recs[0].t_leave = msc_ticks();
+    recs[0].peer = MSC_PEER_NONE;
+    recs[0].tag = MSC_TAG_NONE;
+    recs[0].comm = MSC_COMM_UNKNOWN;
+    msc_commit(&recs[0], MSC_SUB_BLOCK);
+    t->block = b;
+    t->next = recs + 2;
+    t->end = recs + MSC_RECS_PER_BLOCK;
+    return recs + 1;
+}
+
+void *msc_scratch(size_t bytes)
+{
+    struct msc_thread *t = msc_tls;
+    if (!t || t == &overflow_thread) return NULL;
+    if (t->scratch_bytes < bytes) {
+        size_t want = bytes < 65536 ? 65536 : (bytes + 65535) & ~(size_t)65535;
+        void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        if (t->scratch) munmap(t->scratch, t->scratch_bytes);
+        t->scratch = p;
+        t->scratch_bytes = want;
+    }
+    return t->scratch;
+}

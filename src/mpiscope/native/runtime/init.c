@@ -1,0 +1,205 @@
+/* Start and end of recording: MPI_Init*, MPI_Finalize, MPI_Pcontrol, MPI_Abort.
+ *
+ * Recording is on when MPISCOPE_DIR names a trace directory (set by
+ * `mpiscope run`); otherwise every wrapper passes straight through. Nothing
+ * here stops the user's program: any failure prints one `mpiscope:` line and
+ * leaves that rank unrecorded.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+int msc_world_rank_self = -1;
+static MPI_Comm private_comm = MPI_COMM_NULL; /* clock sync, apart from user traffic */
+static char trace_dir[PATH_MAX];
+
+static int open_raw(const char *suffix, int flags, char *path, size_t size)
+{
+    snprintf(path, size, "%s/raw/rank-%06d.%s", trace_dir, msc_world_rank_self, suffix);
+    return open(path, flags | O_CLOEXEC, 0644);
+}
+
+static void copy_maps(void)
+{
+    /* The memory map resolves call-site addresses to file:line afterwards. */
+    char path[PATH_MAX + 32], buf[16384];
+    int in = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    int out = open_raw("maps", O_WRONLY | O_CREAT | O_TRUNC, path, sizeof path);
+    ssize_t n;
+    while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0) {
+        if (write(out, buf, (size_t)n) != n) break;
+    }
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+}
+
+static void at_exit(void)
+{
+    if (msc_hdr && __atomic_load_n(&msc_hdr->state, __ATOMIC_ACQUIRE) == MSC_STATE_RUNNING)
+        msc_stop(MSC_STATE_EXITED, 0);
+}
+
+static int open_trace(int rank, int size)
+{
+    char path[PATH_MAX + 32];
+    msc_trace_fd = open_raw("msc", O_RDWR | O_CREAT | O_EXCL, path, sizeof path);
+    if (msc_trace_fd < 0) {
+        msc_warn("not recorded, the program runs on; cannot create", path, errno);
+        return -1;
+    }
+    void *h = MAP_FAILED;
+    int err = posix_fallocate(msc_trace_fd, 0, MSC_HEADER_BYTES);
+    if (!err) {
+        h = mmap(NULL, MSC_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, msc_trace_fd, 0);
+        if (h == MAP_FAILED) err = errno;
+    }
+    if (err) {
+        msc_warn("not recorded, the program runs on; cannot write", path, err);
+        close(msc_trace_fd);
+        msc_trace_fd = -1;
+        return -1;
+    }
+    msc_hdr = h;
+    msc_comms_fd = open_raw("comms", O_WRONLY | O_CREAT | O_EXCL | O_APPEND, path, sizeof path);
+    struct msc_file_header *f = msc_hdr;
+    f->magic = MSC_FILE_MAGIC;
+    f->version = MSC_FORMAT_VERSION;
+    f->header_bytes = MSC_HEADER_BYTES;
+    f->block_bytes = MSC_BLOCK_BYTES;
+    f->rec_bytes = sizeof(struct msc_rec);
+    f->rank = rank;
+    f->world_size = size;
+    f->pid = (int32_t)getpid();
+    f->clock_kind = msc_use_tsc ? MSC_CLOCK_TSC : MSC_CLOCK_MONOTONIC_NS;
+    gethostname(f->hostname, sizeof f->hostname - 1);
+    msc_boot_id(f->boot_id, sizeof f->boot_id);
+    return 0;
+}
+
+static void msc_start(uint16_t call, uint64_t t0, void *site)
+{
+    const char *dir = getenv("MPISCOPE_DIR");
+    if (!dir || !*dir || msc_tracking) return;
+    snprintf(trace_dir, sizeof trace_dir, "%s", dir);
+    int rank, size, level = MPI_THREAD_SINGLE;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    PMPI_Query_thread(&level);
+    msc_world_rank_self = rank;
+    /* Every rank takes part in the clock sync, recorded or not. */
+    int ok = open_trace(rank, size) == 0 && msc_requests_init() == 0;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &private_comm);
+    if (!ok) {
+        struct msc_file_header dummy = {0};
+        struct msc_file_header *saved = msc_hdr;
+        msc_hdr = &dummy;
+        int64_t off, rtt;
+        uint64_t at;
+        msc_clock_sync(private_comm, &off, &rtt, &at);
+        msc_hdr = saved;
+        return;
+    }
+    msc_hdr->thread_level = level;
+    msc_clock_pair(&msc_hdr->tick_init, &msc_hdr->ns_init);
+    msc_comms_init(rank, size);
+    msc_clock_sync(private_comm, &msc_hdr->offset_init_ns, &msc_hdr->sync_rtt_init_ns,
+                   &msc_hdr->offset_init_at_ns);
+    copy_maps();
+    /* A second calibration pair at least 2 ms later gives the tick rate of a
+     * trace that never reaches a later pair (killed ranks). */
+    do msc_clock_pair(&msc_hdr->tick_cal, &msc_hdr->ns_cal);
+    while (msc_hdr->ns_cal - msc_hdr->ns_init < 2000000);
+    msc_signals_install();
+    atexit(at_exit);
+    msc_tracking = 1;
+    const char *paused = getenv("MPISCOPE_START_PAUSED");
+    __atomic_store_n(&msc_recording, !(paused && *paused == '1'), __ATOMIC_RELEASE);
+    struct msc_rec *r = msc_enter(call, site);
+    if (r) {
+        r->t_enter = t0;
+        r->comm = 0;
+        msc_leave(r);
+    }
+}
+
+MSC_API int MPI_Init(int *argc, char ***argv)
+{
+    uint64_t t0 = msc_ticks();
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) msc_start(MSC_CALL_INIT, t0, __builtin_return_address(0));
+    return rc;
+}
+
+MSC_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    uint64_t t0 = msc_ticks();
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) msc_start(MSC_CALL_INIT_THREAD, t0, __builtin_return_address(0));
+    return rc;
+}
+
+MSC_API int MPI_Finalize(void)
+{
+    struct msc_rec *r = msc_enter(MSC_CALL_FINALIZE, __builtin_return_address(0));
+    if (private_comm != MPI_COMM_NULL) {
+        if (msc_hdr) {
+            msc_clock_sync(private_comm, &msc_hdr->offset_end_ns, &msc_hdr->sync_rtt_end_ns,
+                           &msc_hdr->offset_end_at_ns);
+        }
+        PMPI_Comm_free(&private_comm);
+    }
+    copy_maps();
+    int rc = PMPI_Finalize();
+    if (r) {
+        r->comm = 0;
+        msc_leave(r);
+    }
+    if (msc_tracking) {
+        msc_tracking = 0;
+        msc_stop(MSC_STATE_FINISHED, 0);
+    }
+    return rc;
+}
+
+MSC_API int MPI_Pcontrol(const int level, ...)
+{
+    /* S-CAT's start/stop API: 0 pauses recording, any other level resumes.
+     * The call itself is recorded on both sides of the switch, so the merge
+     * knows the paused intervals. */
+    if (msc_tracking && level == 0) {
+        struct msc_rec *r = msc_enter(MSC_CALL_PCONTROL, __builtin_return_address(0));
+        if (r) {
+            r->tag = level;
+            msc_leave(r);
+        }
+        __atomic_store_n(&msc_recording, 0, __ATOMIC_RELEASE);
+    } else if (msc_tracking && msc_hdr->state == MSC_STATE_RUNNING) {
+        __atomic_store_n(&msc_recording, 1, __ATOMIC_RELEASE);
+        struct msc_rec *r = msc_enter(MSC_CALL_PCONTROL, __builtin_return_address(0));
+        if (r) {
+            r->tag = level;
+            msc_leave(r);
+        }
+    }
+    return PMPI_Pcontrol(level);
+}
+
+MSC_API int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    struct msc_rec *r = msc_enter(MSC_CALL_ABORT, __builtin_return_address(0));
+    if (r) {
+        r->comm = msc_comm_id(comm);
+        r->tag = errorcode;
+        msc_leave(r);
+    }
+    if (msc_tracking) msc_stop(MSC_STATE_ABORTED, 0);
+    return PMPI_Abort(comm, errorcode);
+}

@@ -1,0 +1,166 @@
+/* Requests and messages (MPI_Message) -> small ids.
+ *
+ * A nonblocking start stores (id, comm, kind) under the request handle; its
+ * completion looks the handle up before calling PMPI (which resets it to
+ * MPI_REQUEST_NULL). Entries are never removed: MPI hands a freed handle to
+ * the next request only after the completion that freed it, and that
+ * completion has already read its id, so overwriting on reuse is race-free
+ * and the table holds at most the distinct handles MPI ever used (its pool
+ * of outstanding requests). Slots are claimed with one CAS; no locks.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+
+#include "runtime.h"
+
+#define RBITS 18
+#define MBITS 12
+
+struct rslot {
+    uint64_t key;
+    uint64_t val;   /* id | comm << 32 | kind << 48 */
+    int32_t peer;   /* persistent requests: their envelope */
+    int32_t tag;
+    uint64_t bytes;
+};
+
+struct rtab {
+    struct rslot *slots;
+    uint32_t bits;
+};
+
+static struct rtab reqs = {NULL, RBITS}, msgs = {NULL, MBITS};
+static uint32_t next_id = 1;
+
+static int table_init(struct rtab *t)
+{
+    size_t bytes = sizeof(struct rslot) << t->bits;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    t->slots = p;
+    return 0;
+}
+
+int msc_requests_init(void)
+{
+    return table_init(&reqs) || table_init(&msgs) ? -1 : 0;
+}
+
+static inline uint64_t pack(uint32_t id, uint16_t comm, int kind)
+{
+    return (uint64_t)id | (uint64_t)comm << 32 | (uint64_t)(kind & 0xff) << 48;
+}
+
+static inline uint32_t new_id(void)
+{
+    uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+    return id ? id : __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED); /* skip 0 on wrap */
+}
+
+static struct rslot *find(const struct rtab *t, uint64_t key, int claim)
+{
+    if (!t->slots || key == 0) return NULL;
+    uint32_t mask = (1u << t->bits) - 1;
+    uint32_t s = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - t->bits));
+    for (uint32_t i = 0; i < 64; i++, s = (s + 1) & mask) {
+        uint64_t k = __atomic_load_n(&t->slots[s].key, __ATOMIC_ACQUIRE);
+        if (k == key) return &t->slots[s];
+        if (k == 0) {
+            if (!claim) return NULL;
+            uint64_t expect = 0;
+            if (__atomic_compare_exchange_n(&t->slots[s].key, &expect, key, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE) || expect == key)
+                return &t->slots[s];
+        }
+    }
+    if (claim) __atomic_fetch_add(&msc_hdr->dropped, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static uint32_t start(struct rtab *t, uint64_t key, int kind, uint16_t comm, uint32_t id)
+{
+    struct rslot *s = find(t, key, 1);
+    if (!s) return 0;
+    __atomic_store_n(&s->val, pack(id, comm, kind), __ATOMIC_RELEASE);
+    return id;
+}
+
+uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm)
+{
+    if (req == MPI_REQUEST_NULL) return 0;
+    return start(&reqs, MSC_KEY(req), kind, comm, new_id());
+}
+
+uint32_t msc_req_start_id(MPI_Request req, int kind, uint16_t comm, uint32_t id)
+{
+    if (req == MPI_REQUEST_NULL || id == 0) return 0;
+    return start(&reqs, MSC_KEY(req), kind, comm, id);
+}
+
+void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int32_t tag, uint64_t bytes)
+{
+    if (req == MPI_REQUEST_NULL) return;
+    struct rslot *s = find(&reqs, MSC_KEY(req), 1);
+    if (!s) return;
+    s->peer = peer;
+    s->tag = tag;
+    s->bytes = bytes;
+    __atomic_store_n(&s->val, pack(0, comm, kind), __ATOMIC_RELEASE);
+}
+
+uint32_t msc_req_lookup(MPI_Request req, struct msc_reqinfo *info)
+{
+    if (req == MPI_REQUEST_NULL) return 0;
+    struct rslot *s = find(&reqs, MSC_KEY(req), 0);
+    if (!s) return 0;
+    uint64_t v = __atomic_load_n(&s->val, __ATOMIC_ACQUIRE);
+    if (info) {
+        info->id = (uint32_t)v;
+        info->comm = (uint16_t)(v >> 32);
+        info->kind = (uint8_t)(v >> 48);
+    }
+    return (uint32_t)v;
+}
+
+/* A persistent request completed: it stays allocated but inactive. */
+void msc_req_finished(MPI_Request req, const struct msc_reqinfo *info)
+{
+    if (info->kind != MSC_REQ_PSEND && info->kind != MSC_REQ_PRECV) return;
+    struct rslot *s = find(&reqs, MSC_KEY(req), 0);
+    if (s) __atomic_store_n(&s->val, pack(0, info->comm, info->kind), __ATOMIC_RELEASE);
+}
+
+/* MPI_Start of a persistent request: a new instance id, and its envelope
+ * written into `sub` (a psend/precv record). Returns the kind, 0 if unknown. */
+int msc_req_restart(MPI_Request req, struct msc_rec *sub)
+{
+    struct rslot *s = find(&reqs, MSC_KEY(req), 0);
+    if (!s) return 0;
+    uint64_t v = __atomic_load_n(&s->val, __ATOMIC_ACQUIRE);
+    int kind = (int)(uint8_t)(v >> 48);
+    uint16_t comm = (uint16_t)(v >> 32);
+    uint32_t id = new_id();
+    __atomic_store_n(&s->val, pack(id, comm, kind), __ATOMIC_RELEASE);
+    sub->req = id;
+    sub->comm = comm;
+    sub->peer = s->peer;
+    sub->tag = s->tag;
+    sub->bytes = s->bytes;
+    return kind;
+}
+
+uint32_t msc_msg_start(MPI_Message msg, uint16_t comm)
+{
+    if (msg == MPI_MESSAGE_NULL || msg == MPI_MESSAGE_NO_PROC) return 0;
+    return start(&msgs, MSC_KEY(msg), MSC_REQ_RECV, comm, new_id());
+}
+
+uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm)
+{
+    if (msg == MPI_MESSAGE_NULL || msg == MPI_MESSAGE_NO_PROC) return 0;
+    struct rslot *s = find(&msgs, MSC_KEY(msg), 0);
+    if (!s) return 0;
+    uint64_t v = __atomic_load_n(&s->val, __ATOMIC_ACQUIRE);
+    *comm = (uint16_t)(v >> 32);
+    return (uint32_t)v;
+}

@@ -1,0 +1,322 @@
+/* The recorder's interface to the wrappers (generated and hand-written).
+ *
+ * Hot path rules: no malloc, no lock, no system call per event. A record is
+ * reserved in the calling thread's mapped block by msc_enter(), filled by the
+ * wrapper, and committed by msc_leave(), which stores the call id last.
+ */
+#ifndef MSC_RUNTIME_H
+#define MSC_RUNTIME_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "calls_gen.h"
+#include "record.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define MSC_HAVE_TSC 1
+#endif
+
+#define MSC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MSC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MSC_KEY(h) ((uint64_t)(uintptr_t)(h))
+#define MSC_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#define MSC_MAX_THREADS 1024
+
+/* Request kinds kept in the request table. */
+enum { MSC_REQ_SEND = 1, MSC_REQ_RECV, MSC_REQ_COLL, MSC_REQ_RMA, MSC_REQ_PSEND, MSC_REQ_PRECV,
+       MSC_REQ_OTHER };
+
+struct msc_thread {
+    struct msc_rec *next;  /* next free record in the current block */
+    struct msc_rec *end;   /* one past the last record of the block */
+    void *block;           /* mapped block, NULL before the first event */
+    uint32_t seq;          /* blocks this thread has used */
+    uint16_t index;        /* thread index within the rank */
+    uint16_t pend_call;    /* call of the record being filled */
+    int busy;              /* a record is open: nested MPI calls are not recorded */
+    void *scratch;         /* per-thread scratch for Waitall & co (mmap, grows) */
+    size_t scratch_bytes;
+};
+
+struct msc_span {           /* what sub-records copy from their call */
+    uint64_t t_enter, t_leave, callsite;
+};
+
+struct msc_reqinfo {
+    uint32_t id;
+    uint16_t comm;
+    uint8_t kind;
+};
+
+struct msc_comm {
+    uint64_t gid;
+    int32_t *ranks;        /* world rank of each comm rank; NULL: identity (world) */
+    int32_t *remote;       /* remote group of an intercommunicator */
+    int32_t size, remote_size, my_rank, outdeg;
+    uint32_t create_count; /* Comm_create_group calls seen on this parent */
+    int kind;              /* enum msc_comm_kind */
+    uint32_t seq;          /* collective calls so far (atomic) */
+};
+
+extern int msc_tracking;   /* the library is recording this run (paused or not) */
+extern int msc_recording;  /* events are being written: tracking, not paused, not stopped */
+extern int msc_use_tsc;
+extern int msc_world_rank_self;
+extern struct msc_comm msc_comms[65536];
+extern _Thread_local struct msc_thread *msc_tls MSC_TLS_MODEL;
+extern struct msc_file_header *msc_hdr;
+
+struct msc_thread *msc_thread_attach(void);
+struct msc_rec *msc_next_block(struct msc_thread *t);
+uint64_t msc_now_ns(void);
+void *msc_scratch(size_t bytes);
+void msc_stop(int state, int sig);
+void msc_warn(const char *what, const char *path, int err);
+
+/* communicators (comm.c) */
+uint16_t msc_handle_lookup(uint64_t key);
+void msc_comm_forget(MPI_Comm comm);
+void msc_win_forget(MPI_Win win);
+uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int same_group);
+uint16_t msc_comm_created_group(uint16_t parent, int tag, MPI_Comm newcomm);
+uint16_t msc_intercomm_created(MPI_Comm local, int local_leader, MPI_Comm peer_comm,
+                               int remote_leader, int tag, MPI_Comm newcomm);
+uint16_t msc_win_created(uint16_t comm, int32_t seq, MPI_Win win);
+uint16_t msc_comm_register_unknown(MPI_Comm comm);
+uint16_t msc_win_register_unknown(MPI_Win win);
+
+/* requests (request.c) */
+uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm);
+uint32_t msc_req_start_id(MPI_Request req, int kind, uint16_t comm, uint32_t id);
+void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int32_t tag,
+                     uint64_t bytes);
+uint32_t msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
+uint32_t msc_msg_start(MPI_Message msg, uint16_t comm);
+uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);
+
+/* start-up and clocks (init.c, clock.c) */
+extern int msc_trace_fd, msc_comms_fd;
+int msc_requests_init(void);
+void msc_comms_init(int rank, int size);
+void msc_clock_pair(uint64_t *tick, uint64_t *ns);
+void msc_boot_id(char *buf, size_t size);
+void msc_clock_sync(MPI_Comm comm, int64_t *offset, int64_t *rtt, uint64_t *at);
+void msc_signals_install(void);
+
+/* completions (complete.c) */
+void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *st);
+void msc_emit_complete(const struct msc_span *sp, const struct msc_reqinfo *ri,
+                       const MPI_Status *st);
+
+static inline uint64_t msc_ticks(void)
+{
+#ifdef MSC_HAVE_TSC
+    if (MSC_LIKELY(msc_use_tsc)) return __rdtsc();
+#endif
+    return msc_now_ns();
+}
+
+static inline struct msc_rec *msc_reserve(struct msc_thread *t)
+{
+    struct msc_rec *r = t->next;
+    if (MSC_UNLIKELY(r == t->end)) return msc_next_block(t);
+    t->next = r + 1;
+    return r;
+}
+
+static inline struct msc_rec *msc_enter(uint16_t call, void *site)
+{
+    if (MSC_UNLIKELY(!__atomic_load_n(&msc_recording, __ATOMIC_RELAXED))) return NULL;
+    struct msc_thread *t = msc_tls;
+    if (MSC_UNLIKELY(!t)) {
+        t = msc_thread_attach();
+        if (!t) return NULL;
+    }
+    if (t->busy) return NULL;
+    struct msc_rec *r = msc_reserve(t);
+    if (MSC_UNLIKELY(!r)) return NULL;
+    t->busy = 1;
+    t->pend_call = call;
+    r->bytes = 0;
+    r->callsite = (uint64_t)(uintptr_t)site;
+    r->req = 0;
+    r->peer = MSC_PEER_NONE;
+    r->tag = MSC_TAG_NONE;
+    r->comm = MSC_COMM_UNKNOWN;
+    r->t_enter = msc_ticks();
+    return r;
+}
+
+static inline void msc_commit(struct msc_rec *r, uint16_t call)
+{
+    __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
+}
+
+static inline struct msc_span msc_leave(struct msc_rec *r)
+{
+    struct msc_thread *t = msc_tls;
+    r->t_leave = msc_ticks();
+    struct msc_span sp = {r->t_enter, r->t_leave, r->callsite};
+    msc_commit(r, t->pend_call);
+    t->busy = 0;
+    return sp;
+}
+
+/* A record that belongs to the call just left: same times and call site. */
+static inline struct msc_rec *msc_sub(const struct msc_span *sp)
+{
+    struct msc_thread *t = msc_tls;
+    struct msc_rec *r = msc_reserve(t);
+    if (!r) return NULL;
+    r->t_enter = sp->t_enter;
+    r->t_leave = sp->t_leave;
+    r->callsite = sp->callsite;
+    r->bytes = 0;
+    r->req = 0;
+    r->peer = MSC_PEER_NONE;
+    r->tag = MSC_TAG_NONE;
+    r->comm = MSC_COMM_UNKNOWN;
+    return r;
+}
+
+static inline uint16_t msc_comm_id(MPI_Comm comm)
+{
+    if (MSC_LIKELY(comm == MPI_COMM_WORLD)) return 0;
+    if (comm == MPI_COMM_SELF) return 1;
+    uint16_t id = msc_handle_lookup(MSC_KEY(comm));
+    return MSC_LIKELY(id != MSC_COMM_UNKNOWN) ? id : msc_comm_register_unknown(comm);
+}
+
+static inline uint16_t msc_win_id(MPI_Win win)
+{
+    uint16_t id = msc_handle_lookup(MSC_KEY(win));
+    return MSC_LIKELY(id != MSC_COMM_UNKNOWN) ? id : msc_win_register_unknown(win);
+}
+
+static inline int32_t msc_seq_next(uint16_t c)
+{
+    if (c == MSC_COMM_UNKNOWN) return -1;
+    return (int32_t)__atomic_fetch_add(&msc_comms[c].seq, 1, __ATOMIC_RELAXED);
+}
+
+static inline int32_t msc_translate(const int32_t *ranks, int32_t size, int rank)
+{
+    if (rank < 0 || rank >= size) return MSC_PEER_UNKNOWN;
+    return ranks ? ranks[rank] : rank;
+}
+
+/* World rank of a peer given as a rank in communicator (or window) c. */
+static inline int32_t msc_world_rank(uint16_t c, int rank)
+{
+    if (rank == MPI_ANY_SOURCE) return MSC_PEER_ANY;
+    if (rank == MPI_PROC_NULL) return MSC_PEER_PROC_NULL;
+    if (c == MSC_COMM_UNKNOWN) return MSC_PEER_UNKNOWN;
+    const struct msc_comm *m = &msc_comms[c];
+    if (m->kind == MSC_COMM_INTER) return msc_translate(m->remote, m->remote_size, rank);
+    return msc_translate(m->ranks, m->size, rank);
+}
+
+static inline int32_t msc_world_root(uint16_t c, int root)
+{
+    if (root == MPI_ROOT) return MSC_PEER_ROOT;
+    return msc_world_rank(c, root);
+}
+
+static inline int msc_is_root(uint16_t c, int root)
+{
+    if (root == MPI_ROOT) return 1;
+    if (c == MSC_COMM_UNKNOWN || msc_comms[c].kind == MSC_COMM_INTER) return 0;
+    return root == msc_comms[c].my_rank;
+}
+
+static inline int32_t msc_tag(int tag)
+{
+    return tag == MPI_ANY_TAG ? MSC_TAG_ANY : tag;
+}
+
+static inline uint64_t msc_bytes(int count, MPI_Datatype dt)
+{
+    int size = 0;
+    if (count <= 0 || dt == MPI_DATATYPE_NULL) return 0;
+    PMPI_Type_size(dt, &size);
+    return (uint64_t)count * (uint64_t)(size > 0 ? size : 0);
+}
+
+static inline int32_t msc_npeers(uint16_t c)
+{
+    if (c == MSC_COMM_UNKNOWN) return 0;
+    const struct msc_comm *m = &msc_comms[c];
+    return m->kind == MSC_COMM_INTER ? m->remote_size : m->size;
+}
+
+static inline int32_t msc_outdeg(uint16_t c)
+{
+    return c == MSC_COMM_UNKNOWN ? 0 : msc_comms[c].outdeg;
+}
+
+static inline uint64_t msc_sum_counts(const int *counts, int32_t n, MPI_Datatype dt)
+{
+    uint64_t total = 0;
+    for (int32_t i = 0; i < n; i++) total += counts[i] > 0 ? (uint64_t)counts[i] : 0;
+    return total * msc_bytes(1, dt);
+}
+
+static inline uint64_t msc_sum_wcounts(const int *counts, const MPI_Datatype *types, int32_t n)
+{
+    uint64_t total = 0;
+    for (int32_t i = 0; i < n; i++) total += msc_bytes(counts[i], types[i]);
+    return total;
+}
+
+static inline uint64_t msc_vbytes(uint16_t c, const int *counts, MPI_Datatype dt)
+{
+    return msc_sum_counts(counts, msc_npeers(c), dt);
+}
+
+static inline uint64_t msc_wbytes(uint16_t c, const int *counts, const MPI_Datatype *types)
+{
+    return msc_sum_wcounts(counts, types, msc_npeers(c));
+}
+
+static inline uint64_t msc_degvbytes(uint16_t c, const int *counts, MPI_Datatype dt)
+{
+    return msc_sum_counts(counts, msc_outdeg(c), dt);
+}
+
+static inline uint64_t msc_degwbytes(uint16_t c, const int *counts, const MPI_Datatype *types)
+{
+    return msc_sum_wcounts(counts, types, msc_outdeg(c));
+}
+
+static inline uint64_t msc_mybytes(uint16_t c, const int *counts, MPI_Datatype dt)
+{
+    if (c == MSC_COMM_UNKNOWN) return 0;
+    return msc_bytes(counts[msc_comms[c].my_rank], dt);
+}
+
+static inline uint64_t msc_status_bytes(const MPI_Status *st)
+{
+    MPI_Count n = 0;
+    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) return 0;
+    return (uint64_t)n;
+}
+
+/* The actual envelope of a received (or probed) message, from its status. */
+static inline void msc_status_envelope(struct msc_rec *r, uint16_t c, const MPI_Status *st)
+{
+    r->peer = msc_world_rank(c, st->MPI_SOURCE);
+    r->tag = st->MPI_SOURCE == MPI_PROC_NULL ? MSC_TAG_NONE : st->MPI_TAG;
+    r->bytes = st->MPI_SOURCE == MPI_PROC_NULL ? 0 : msc_status_bytes(st);
+}
+
+static inline void msc_no_message(struct msc_rec *r)
+{
+    r->peer = MSC_PEER_NONE;
+    r->tag = MSC_TAG_NONE;
+    r->bytes = 0;
+}
+
+#endif

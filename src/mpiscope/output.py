@@ -1,0 +1,129 @@
+"""The only place (with cli/) that prints: tables, JSON, warnings, progress."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mpiscope.errors import UsageError
+
+console = Console()
+err_console = Console(stderr=True)
+_quiet = False
+
+
+def set_quiet(quiet: bool) -> None:
+    global _quiet
+    _quiet = quiet
+
+
+def warn(message: str) -> None:
+    """Something the user must see (a truncated trace, a clamped clock)."""
+    err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+
+
+def info(message: str) -> None:
+    if not _quiet:
+        err_console.print(message, highlight=False)
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return _clean(value.item())
+    return value
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file and a rename: a reader never sees half a file."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise UsageError(f"cannot write {path} ({e.strerror}); choose a writable path with free space") from e
+
+
+def emit_json(payload: dict[str, Any], json_path: str | None) -> None:
+    """`--json -` prints to stdout; `--json FILE` writes FILE atomically."""
+    if json_path is None:
+        return
+    text = json.dumps(_clean(payload), indent=2) + "\n"
+    if json_path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_atomic(Path(json_path), text.encode())
+
+
+def table(title: str, columns: list[str], rows: list[list[Any]], justify_right_from: int = 1) -> None:
+    if _quiet:
+        return
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="right" if i >= justify_right_from else "left")
+    for row in rows:
+        t.add_row(*[str(v) for v in row])
+    console.print(t)
+
+
+def text(message: str) -> None:
+    if not _quiet:
+        console.print(message, highlight=False)
+
+
+@contextmanager
+def progress(description: str, total: float | None = None) -> Iterator[Any]:
+    """A progress bar on stderr; silent off a terminal or with --quiet."""
+    show = not _quiet and err_console.is_terminal
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), console=err_console, disable=not show, transient=True) as p:
+        task = p.add_task(description, total=total)
+
+        class Handle:
+            def advance(self, amount: float = 1.0) -> None:
+                p.advance(task, amount)
+
+            def update(self, **fields: Any) -> None:
+                p.update(task, **fields)
+
+        yield Handle()
+
+
+def fmt_ns(ns: float) -> str:
+    """Human time from nanoseconds."""
+    if ns is None or not math.isfinite(ns):
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def fmt_bytes(n: float) -> str:
+    if n is None or not math.isfinite(n):
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"

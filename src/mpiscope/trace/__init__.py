@@ -1,0 +1,59 @@
+"""Trace directories: raw per-rank files, a manifest, and merged Parquet tables.
+
+    from mpiscope.trace import open_trace
+    t = open_trace("trace-dir")          # merges first if needed
+    t.messages().filter(...).collect()    # lazy Polars frames
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from mpiscope.capture.manifest import read_manifest
+from mpiscope.errors import TraceCorrupt
+
+TABLES = ("events", "messages", "collectives", "comms")
+
+
+@dataclass(frozen=True)
+class Trace:
+    path: Path
+    manifest: dict[str, Any]
+
+    def _scan(self, name: str) -> pl.LazyFrame:
+        p = self.path / f"{name}.parquet"
+        if not p.is_file():
+            raise TraceCorrupt(f"{p} is missing; merge the trace again: mpiscope merge {self.path}")
+        return pl.scan_parquet(p)
+
+    def events(self) -> pl.LazyFrame:
+        return self._scan("events")
+
+    def messages(self) -> pl.LazyFrame:
+        return self._scan("messages")
+
+    def collectives(self) -> pl.LazyFrame:
+        return self._scan("collectives")
+
+    def comms(self) -> pl.LazyFrame:
+        return self._scan("comms")
+
+    @property
+    def ranks(self) -> int:
+        return int(self.manifest.get("ranks", 0))
+
+
+def open_trace(path: str | Path, merge: bool = True) -> Trace:
+    """Open a trace directory, merging its raw files first if that was not done."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    if merge and (not manifest.get("merged") or not all((path / f"{t}.parquet").is_file() for t in TABLES)):
+        from mpiscope.trace.merge import merge_trace
+
+        merge_trace(path)
+        manifest = read_manifest(path)
+    return Trace(path, manifest)

@@ -1,0 +1,104 @@
+"""Raw ticks -> nanoseconds on rank 0's clock.
+
+Step 1, ticks -> local CLOCK_MONOTONIC ns: a line through the rank's first
+calibration pair (at MPI_Init) and its latest one (finalize, fatal signal, or
+the last block started; the pair taken 2 ms after init if nothing later).
+Step 2, local -> rank 0: subtract the offset measured against rank 0,
+linearly interpolated between the init and finalize measurements (drift).
+Step 3 (match.py feeds it): if a message still appears received before it
+was sent, shift whole ranks by the least amounts that remove every such
+violation (difference constraints, solved by Bellman-Ford on ranks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mpiscope.trace import record as R
+from mpiscope.trace.reader import RankFile
+
+
+@dataclass(frozen=True)
+class RankClock:
+    rank: int
+    tick_ref: int
+    ns_ref: int
+    ns_per_tick: float
+    offset_ns: float      # offset to rank 0 at local time offset_at_ns
+    offset_at_ns: float
+    drift: float          # d(offset)/d(local ns)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"rank": self.rank, "ns_per_tick": self.ns_per_tick, "offset_ns": self.offset_ns,
+                "drift_ppm": self.drift * 1e6}
+
+
+def rank_clock(f: RankFile) -> RankClock:
+    h = f.header
+    if int(h["clock_kind"]) == R.CLOCK_MONOTONIC_NS:
+        tick_ref, ns_ref, rate = 0, 0, 1.0
+    else:
+        pairs = [(int(h["tick_init"]), int(h["ns_init"])), (int(h["tick_cal"]), int(h["ns_cal"]))]
+        if f.block_ticks.size:
+            last = int(np.argmax(f.block_ns))
+            pairs.append((int(f.block_ticks[last]), int(f.block_ns[last])))
+        if int(h["tick_end"]):
+            pairs.append((int(h["tick_end"]), int(h["ns_end"])))
+        pairs = [p for p in pairs if p[0]]
+        first = pairs[0]
+        last_pair = max(pairs[1:], key=lambda p: p[1], default=first)
+        span = last_pair[0] - first[0]
+        rate = (last_pair[1] - first[1]) / span if span > 0 else 1.0
+        tick_ref, ns_ref = first
+    off0, at0 = float(h["offset_init_ns"]), float(h["offset_init_at_ns"])
+    off1, at1 = float(h["offset_end_ns"]), float(h["offset_end_at_ns"])
+    measured_end = int(h["sync_rtt_end_ns"]) > 0 or (int(h["sync_rtt_init_ns"]) == 0 and at1 > 0)
+    drift = (off1 - off0) / (at1 - at0) if measured_end and at1 > at0 else 0.0
+    return RankClock(f.rank, tick_ref, ns_ref, rate, off0, at0, drift)
+
+
+def to_global_ns(ticks: np.ndarray, ranks: np.ndarray, clocks: dict[int, RankClock]) -> np.ndarray:
+    """Vectorised conversion of raw ticks of many ranks to rank 0's ns (int64)."""
+    n = max(clocks) + 1
+    tick_ref = np.zeros(n, dtype=np.int64)
+    ns_ref = np.zeros(n, dtype=np.int64)
+    rate = np.ones(n)
+    off = np.zeros(n)
+    at = np.zeros(n)
+    drift = np.zeros(n)
+    for r, c in clocks.items():
+        tick_ref[r], ns_ref[r], rate[r] = c.tick_ref, c.ns_ref, c.ns_per_tick
+        off[r], at[r], drift[r] = c.offset_ns, c.offset_at_ns, c.drift
+    local = ns_ref[ranks] + np.rint((ticks.astype(np.int64) - tick_ref[ranks]) * rate[ranks]).astype(np.int64)
+    offset = off[ranks] + (local - at[ranks]) * drift[ranks]
+    return local - np.rint(offset).astype(np.int64)
+
+
+def causality_shifts(src: np.ndarray, dst: np.ndarray, send_enter: np.ndarray, recv_leave: np.ndarray,
+                     nranks: int) -> tuple[np.ndarray, bool]:
+    """Per-rank shifts (ns, >= 0) so that recv_leave + s[dst] >= send_enter + s[src].
+
+    Returns (shifts, feasible). Infeasible means a cycle of violations no
+    constant shift can remove; the caller clamps what remains.
+    """
+    need = send_enter - recv_leave  # > 0: a violation of that size
+    shifts = np.zeros(nranks, dtype=np.int64)
+    if need.size == 0 or need.max() <= 0:
+        return shifts, True
+    # Strongest constraint per ordered pair of ranks.
+    key = src.astype(np.int64) * nranks + dst
+    order = np.argsort(key, kind="stable")
+    key_s, need_s = key[order], need[order]
+    starts = np.flatnonzero(np.r_[True, key_s[1:] != key_s[:-1]])
+    w = np.maximum.reduceat(need_s, starts)
+    es, ed = key_s[starts] // nranks, key_s[starts] % nranks
+    for _ in range(nranks):
+        cand = shifts[es] + w
+        new = shifts.copy()
+        np.maximum.at(new, ed, cand)
+        if np.array_equal(new, shifts):
+            return shifts, True
+        shifts = new
+    return shifts, False

@@ -1,0 +1,59 @@
+"""NumPy views of the raw format written by libmpiscope (native/runtime/record.h).
+
+tests/unit/test_record_layout.py compiles a probe against record.h and checks
+these offsets, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FORMAT_VERSION = 1
+FILE_MAGIC = 0x4543415254435353
+BLOCK_MAGIC = 0x4B4C4253
+COMMDEF_MAGIC = 0x46454443
+HEADER_BYTES = 4096
+BLOCK_BYTES = 1 << 20
+BLOCK_HEADER_BYTES = 64
+REC_BYTES = 48
+RECS_PER_BLOCK = (BLOCK_BYTES - BLOCK_HEADER_BYTES) // REC_BYTES
+
+PEER_NONE, PEER_ANY, PEER_PROC_NULL, PEER_ROOT, PEER_UNKNOWN = -1, -2, -3, -4, -5
+TAG_ANY, TAG_NONE = -1000001, -1000002
+COMM_UNKNOWN = 0xFFFF
+
+STATE_NAMES = {0: "cut off", 1: "finished", 2: "killed by a signal", 3: "MPI_Abort",
+               4: "exited without MPI_Finalize", 5: "stopped: disk full"}
+STATE_RUNNING, STATE_FINISHED = 0, 1
+CLOCK_MONOTONIC_NS, CLOCK_TSC = 0, 1
+COMM_KIND_NAMES = {0: "intra", 1: "inter", 2: "window"}
+
+REC_DTYPE = np.dtype([
+    ("t_enter", "<u8"), ("t_leave", "<u8"), ("bytes", "<u8"), ("callsite", "<u8"),
+    ("req", "<u4"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<u2"), ("call", "<u2"),
+])
+
+BLOCK_HEADER_DTYPE = np.dtype([
+    ("magic", "<u4"), ("version", "<u2"), ("thread", "<u2"), ("rank", "<i4"), ("seq", "<u4"),
+    ("tick0", "<u8"), ("ns0", "<u8"), ("reserved", "<u8", (4,)),
+])
+
+FILE_HEADER_DTYPE = np.dtype([
+    ("magic", "<u8"), ("version", "<u4"), ("header_bytes", "<u4"), ("block_bytes", "<u4"),
+    ("rec_bytes", "<u4"), ("rank", "<i4"), ("world_size", "<i4"), ("pid", "<i4"),
+    ("thread_level", "<i4"), ("clock_kind", "<u4"), ("state", "<u4"), ("end_signal", "<i4"),
+    ("nblocks", "<u4"), ("tick_init", "<u8"), ("ns_init", "<u8"), ("tick_cal", "<u8"),
+    ("ns_cal", "<u8"), ("tick_end", "<u8"), ("ns_end", "<u8"), ("offset_init_ns", "<i8"),
+    ("offset_end_ns", "<i8"), ("offset_init_at_ns", "<u8"), ("offset_end_at_ns", "<u8"),
+    ("sync_rtt_init_ns", "<i8"), ("sync_rtt_end_ns", "<i8"), ("dropped", "<u8"),
+    ("hostname", "S64"), ("boot_id", "S40"),
+])
+
+COMMDEF_DTYPE = np.dtype([
+    ("magic", "<u4"), ("id", "<u2"), ("kind", "<u2"), ("gid", "<u8"), ("size", "<u4"),
+    ("remote_size", "<u4"), ("my_rank", "<i4"), ("reserved", "<u4"),
+])
+
+assert REC_DTYPE.itemsize == REC_BYTES
+assert BLOCK_HEADER_DTYPE.itemsize == BLOCK_HEADER_BYTES
+assert COMMDEF_DTYPE.itemsize == 32

@@ -1,0 +1,51 @@
+"""The merged tables: their columns are public (README, section "Trace tables").
+
+Rename a column only with a SCHEMA bump. Times are ns on rank 0's clock
+(CLOCK_MONOTONIC of rank 0's host), ranks are world ranks.
+"""
+
+from __future__ import annotations
+
+SCHEMA = "mpiscope.trace/1"
+
+EVENTS = {
+    "event": "row id, in (rank, t_enter_ns) order",
+    "rank": "world rank",
+    "thread": "thread index within the rank (0 = first thread that called MPI)",
+    "call": "MPI function, e.g. MPI_Isend",
+    "t_enter_ns": "entry time",
+    "t_leave_ns": "exit time",
+    "comm": "communicator (or window) id, 0 = MPI_COMM_WORLD; see comms.parquet",
+    "peer": "peer as world rank (destination, source, RMA target); null if none or MPI_ANY_SOURCE",
+    "tag": "tag; null if none or MPI_ANY_TAG",
+    "bytes": "bytes: of the message for point-to-point; sent by this rank for collectives",
+    "root": "root as world rank for rooted collectives",
+    "request": "request id tying a nonblocking start to its completion (rank-local)",
+    "t_complete_ns": "for nonblocking starts: exit time of the call that completed the request",
+    "completed_by": "for nonblocking starts: event id of that call",
+    "coll_id": "collective instance (collectives.parquet) of a collective call",
+    "callsite": "caller of the MPI function: function (file:line), or module+offset",
+}
+
+MESSAGES = {
+    "src": "sender (world rank)", "dst": "receiver (world rank)", "tag": "tag",
+    "comm": "communicator id", "bytes": "bytes sent",
+    "t_send_enter_ns": "send call entered", "t_send_leave_ns": "send completed (blocking send exit, "
+    "or exit of the Wait/Test that completed a nonblocking send)",
+    "t_recv_enter_ns": "receive posted (Recv/Irecv/Mprobe entry)",
+    "t_recv_leave_ns": "exit of the call that delivered the message",
+    "send_event": "event id of the send", "recv_event": "event id of the receive",
+}
+
+COLLECTIVES = {
+    "coll_id": "instance id", "call": "MPI function", "comm": "communicator id",
+    "root": "root (world rank), null if none", "bytes": "bytes sent, summed over ranks",
+    "ranks": "ranks seen in this instance", "comm_size": "ranks of the communicator",
+    "t_first_enter_ns": "first rank entered", "t_last_enter_ns": "last rank entered",
+    "t_first_leave_ns": "first rank left (completed)", "t_last_leave_ns": "last rank left (completed)",
+}
+
+# Roles (calls.json) by what they mean for matching.
+SEND_ROLES = ("send", "isend")          # a call that posts a message (Sendrecv: its send half)
+RECV_ROLES = ("recv",)                  # blocking receive, envelope from its status
+COMPLETE_ROLES = ("complete",)          # Wait/Test/Waitany/Testany and sub:complete
