@@ -20,7 +20,7 @@ from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import UsageError
 from mpiscope.trace import record as R
 from mpiscope.trace.callsites import resolve_callsites
-from mpiscope.trace.clocks import causality_shifts, rank_clock, to_global_ns
+from mpiscope.trace.clocks import causality_shifts, rank_clocks, to_global_ns
 from mpiscope.trace.match import group_collectives, match_messages
 from mpiscope.trace.reader import RankFile, read_rank_file, rank_files
 
@@ -102,7 +102,8 @@ def _comm_ids(files: list[RankFile], rank: np.ndarray, local: np.ndarray) -> tup
         "comm": [dense[g] for g in first],
         "gid": [g for g in first],
         "kind": [R.COMM_KIND_NAMES.get(first[g][3], "?") for g in first],
-        "comm_size": [int(first[g][5].size) for g in first],
+        # an intercommunicator's collectives involve both groups
+        "comm_size": [int(first[g][5].size + first[g][6].size) for g in first],
         "ranks": [first[g][5].tolist() for g in first],
         "remote_ranks": [first[g][6].tolist() for g in first],
     }, schema={"comm": pl.Int64, "gid": pl.UInt64, "kind": pl.Utf8, "comm_size": pl.Int64,
@@ -112,7 +113,7 @@ def _comm_ids(files: list[RankFile], rank: np.ndarray, local: np.ndarray) -> tup
 
 def _build_frames(files: list[RankFile], calls: CallTable) -> tuple[pl.DataFrame, pl.DataFrame]:
     c = _concat(files)
-    clocks = {f.rank: rank_clock(f) for f in files}
+    clocks = rank_clocks(files)
     t_enter = to_global_ns(c["t_enter"], c["rank"], clocks)
     t_leave = to_global_ns(c["t_leave"], c["rank"], clocks)
     comm, comms = _comm_ids(files, c["rank"], c["comm"].astype(np.int64))
@@ -120,8 +121,13 @@ def _build_frames(files: list[RankFile], calls: CallTable) -> tuple[pl.DataFrame
         "rec": np.arange(c["call"].size, dtype=np.int64),
         "parent": _parents(c["call"], c["rank"], c["thread"]),
         "rank": c["rank"], "thread": c["thread"], "call_id": c["call"].astype(np.int32),
-        "t_enter_ns": t_enter, "t_leave_ns": t_leave, "bytes": c["bytes"].astype(np.int64),
-        "callsite_addr": c["callsite"], "req": c["req"].astype(np.int64), "peer_raw": c["peer"],
+        "t_enter_ns": t_enter,
+        # t_leave 0: the call never returned (the rank died inside it)
+        "t_leave_ns": pl.Series(t_leave).set(pl.Series(c["t_leave"] == 0), None),
+        "bytes": c["bytes"].astype(np.int64),
+        "callsite_addr": c["callsite"], "req": (c["req"] & 0x7FFFFFFF).astype(np.int64),
+        # set by the recorder when MPI returned a shared, already complete request object
+        "immediate": (c["req"] & 0x80000000) != 0, "peer_raw": c["peer"],
         "tag_raw": c["tag"], "comm": comm,
     })
     return rows, comms
@@ -139,10 +145,12 @@ def merge_trace(trace_dir: Path) -> MergeResult:
     manifest = read_manifest(trace_dir)
     calls = CallTable.from_manifest(manifest["calls"])
     files = [read_rank_file(p, len(calls.names)) for p in rank_files(trace_dir)]
-    warnings = [w for f in files for w in f.warnings]
+    warnings = [w for f in files for w in f.warnings] + _unfinished(files)
     rows, comms = _build_frames(files, calls)
     rows = _roles(rows, calls)
 
+    stuck = _stuck_calls(rows, calls)
+    rows = rows.filter(pl.col("t_leave_ns").is_not_null() | (pl.col("call_id") >= FIRST_TABLE_ID))
     # Events: one row per MPI call, ordered by rank and time.
     ev = rows.filter(pl.col("call_id") >= FIRST_TABLE_ID).sort("rank", "t_enter_ns", "rec")
     ev = ev.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("event"))
@@ -155,8 +163,17 @@ def merge_trace(trace_dir: Path) -> MergeResult:
                     pl.col("parent_event").alias("completed_by"), pl.col("peer_raw").alias("c_peer"),
                     pl.col("tag_raw").alias("c_tag"), pl.col("bytes").alias("c_bytes"))
             .unique(["rank", "req"], keep="first"))
+    late = (rows.filter(pl.col("role") == "immediate").select("rank", "req", pl.lit(True).alias("late"))
+            .unique(["rank", "req"]))
     starts = (rows.filter(pl.col("starts") & (pl.col("req") != 0))
-              .join(done, on=["rank", "req"], how="left"))
+              .join(done, on=["rank", "req"], how="left")
+              .join(late, on=["rank", "req"], how="left")
+              .with_columns(pl.col("immediate") | pl.col("late").fill_null(False))
+              .with_columns(
+                  pl.when(pl.col("immediate")).then(pl.col("t_leave_ns")).otherwise(pl.col("t_complete_ns"))
+                  .alias("t_complete_ns"),
+                  pl.when(pl.col("immediate")).then(pl.col("parent_event")).otherwise(pl.col("completed_by"))
+                  .alias("completed_by")))
 
     sends, recvs = _p2p_sides(rows, starts)
     raw_messages, unmatched_s, unmatched_r = match_messages(sends, recvs)
@@ -174,7 +191,7 @@ def merge_trace(trace_dir: Path) -> MergeResult:
 
     messages = _shift_messages(raw_messages, shifts, feasible)
     ev = _final_events(ev, starts, rows, shifts)
-    colls, coll_of_event = _collectives(ev, comms)
+    colls, coll_of_event = _collectives(ev, comms, calls)
     ev = ev.join(coll_of_event, on="event", how="left")
     ev = _with_callsites(ev, trace_dir)
     ev = _public_events(ev, calls)
@@ -189,9 +206,10 @@ def merge_trace(trace_dir: Path) -> MergeResult:
         "ranks": nranks,
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
         "truncated_ranks": [f.rank for f in files if f.cut_off],
+        "unfinished_calls": stuck,
         "hosts": {str(f.rank): f.header["hostname"].decode(errors="replace") for f in files},
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
-                  "ranks": [rank_clock(f).to_dict() for f in files],
+                  "ranks": [c.to_dict() for c in rank_clocks(files).values()],
                   "causality_shift_ns": shifts.tolist()},
         "t0_ns": int(ev["t_enter_ns"].min()) if ev.height else 0,
         "warnings": warnings,
@@ -201,7 +219,27 @@ def merge_trace(trace_dir: Path) -> MergeResult:
                        time.perf_counter() - t0, warnings)
 
 
+def _stuck_calls(rows: pl.DataFrame, calls: CallTable) -> dict[str, str]:
+    """The call each rank (thread) was inside when its recording ended."""
+    open_calls = rows.filter(pl.col("t_leave_ns").is_null() & (pl.col("call_id") >= FIRST_TABLE_ID))
+    return {f"{r['rank']}.{r['thread']}": calls.names[r["call_id"]] for r in open_calls.iter_rows(named=True)
+            if calls.names[r["call_id"]] != "MPI_Finalize"}
+
+
+def _unfinished(files: list[RankFile]) -> list[str]:
+    by_state: dict[str, list[int]] = {}
+    for f in files:
+        if f.cut_off:
+            what = R.STATE_NAMES.get(f.state, "unknown state")
+            if int(f.header["end_signal"]):
+                what += f", signal {int(f.header['end_signal'])}"
+            by_state.setdefault(what, []).append(f.rank)
+    return [f"rank{'s' if len(r) > 1 else ''} {', '.join(map(str, r))} did not finish ({what}); "
+            f"read up to the last record" for what, r in by_state.items()]
+
+
 def _p2p_sides(rows: pl.DataFrame, starts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    rows = rows.filter(pl.col("t_leave_ns").is_not_null())  # unfinished calls delivered nothing known
     real = pl.col("peer_raw") >= 0
     blocking_send = rows.filter((pl.col("role") == "send") & real).select(
         "comm", pl.col("rank").alias("src"), pl.col("peer_raw").alias("dst"), pl.col("tag_raw").alias("tag"),
@@ -276,14 +314,19 @@ def _final_events(ev: pl.DataFrame, starts: pl.DataFrame, rows: pl.DataFrame, sh
     )
 
 
-def _collectives(ev: pl.DataFrame, comms: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _call_names(ids: pl.Series, calls: CallTable) -> pl.Series:
+    names = pl.Enum(sorted({n for n in calls.names if n}))
+    return pl.Series("call", calls.names).gather(ids).cast(names)
+
+
+def _collectives(ev: pl.DataFrame, comms: pl.DataFrame, calls: CallTable) -> tuple[pl.DataFrame, pl.DataFrame]:
     rows = ev.filter((pl.col("role") == "coll") & pl.col("comm").is_not_null()).select(
         "event", "comm", "seq", "call_id", "root", "bytes", "t_enter_ns",
         pl.coalesce("t_complete_ns", "t_leave_ns").alias("t_done_ns"))
     rows = rows.rename({"call_id": "call"})
     inst = group_collectives(rows, comms.select("comm", "comm_size"))
     of_event = rows.join(inst.select("comm", "seq", "coll_id"), on=["comm", "seq"]).select("event", "coll_id")
-    return inst.drop("seq"), of_event
+    return inst.drop("seq").with_columns(_call_names(inst["call"], calls)), of_event
 
 
 def _with_callsites(ev: pl.DataFrame, trace_dir: Path) -> pl.DataFrame:
@@ -292,11 +335,9 @@ def _with_callsites(ev: pl.DataFrame, trace_dir: Path) -> pl.DataFrame:
 
 
 def _public_events(ev: pl.DataFrame, calls: CallTable) -> pl.DataFrame:
-    names = pl.Enum(sorted({n for n in calls.names if n}))
-    call = pl.Series("call", [calls.names[i] for i in range(len(calls.names))])
-    return ev.sort("event").select(
-        "event", "rank", "thread",
-        call.gather(ev.sort("event")["call_id"]).cast(names).alias("call"),
+    ev = ev.sort("event")
+    return ev.select(
+        "event", "rank", "thread", _call_names(ev["call_id"], calls),
         "t_enter_ns", "t_leave_ns", "comm", "peer", "tag", "bytes", "root", "request",
         "t_complete_ns", "completed_by", "coll_id", "seq", "callsite", "callsite_addr",
     )

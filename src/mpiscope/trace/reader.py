@@ -37,7 +37,7 @@ class RankFile:
     header: np.void
     records: np.ndarray        # REC_DTYPE, per thread in recording order, threads concatenated
     thread: np.ndarray         # uint16 thread index of each record
-    block_ticks: np.ndarray    # calibration pairs (tick0, ns0) of every block
+    block_ticks: np.ndarray    # clock calibration pairs of the blocks (first and latest of each)
     block_ns: np.ndarray
     comms: list[CommDef]
     state: int
@@ -101,12 +101,9 @@ def read_rank_file(path: Path, ncalls: int) -> RankFile:
     records = recs[order][valid]
     thread = np.repeat(bh["thread"][order], valid.sum(axis=1))
     state = int(hdr["state"])
-    if state != R.STATE_FINISHED:
-        warnings.append(f"rank {rank} did not finish ({R.STATE_NAMES.get(state, 'unknown state')}"
-                        f"{', signal ' + str(int(hdr['end_signal'])) if int(hdr['end_signal']) else ''}); "
-                        f"its trace is read up to its last record")
     return RankFile(rank=rank, header=hdr, records=records, thread=thread,
-                    block_ticks=bh["tick0"][good], block_ns=bh["ns0"][good],
+                    block_ticks=np.concatenate([bh["tick0"][good], bh["tick_last"][good]]),
+                    block_ns=np.concatenate([bh["ns0"][good], bh["ns_last"][good]]),
                     comms=read_comm_defs(path.with_suffix(".comms"), rank, warnings),
                     state=state, warnings=warnings)
 

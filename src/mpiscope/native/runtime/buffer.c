@@ -56,9 +56,7 @@ void msc_stop(int state, int sig)
 {
     __atomic_store_n(&msc_recording, 0, __ATOMIC_RELAXED);
     if (!msc_hdr) return;
-    uint64_t ns = msc_now_ns();
-    msc_hdr->tick_end = msc_ticks();
-    msc_hdr->ns_end = ns;
+    msc_clock_pair(&msc_hdr->tick_end, &msc_hdr->ns_end);
     msc_hdr->end_signal = sig;
     __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
@@ -87,7 +85,10 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     }
     msc_hdr->nblocks = idx + 1;
     pthread_mutex_unlock(&block_lock);
-    if (t->block) munmap(t->block, MSC_BLOCK_BYTES);
+    /* The previous block stays mapped until the next switch: a call's record
+     * may still be open in it while a sub-record goes into the new one. */
+    if (t->prev_block) munmap(t->prev_block, MSC_BLOCK_BYTES);
+    t->prev_block = t->block;
 
     struct msc_block_header *h = b;
     h->magic = MSC_BLOCK_MAGIC;
@@ -95,8 +96,10 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     h->thread = t->index;
     h->rank = msc_world_rank_self;
     h->seq = t->seq++;
-    h->ns0 = msc_now_ns();
-    h->tick0 = msc_ticks();
+    msc_clock_pair(&h->tick0, &h->ns0);
+    h->tick_last = h->tick0;
+    h->ns_last = h->ns0;
+    t->until_pair = MSC_PAIR_EVERY;
     struct msc_rec *recs = (struct msc_rec *)((char *)b + MSC_BLOCK_HEADER_BYTES);
     /* The block switch itself is an event: tool time the user should see. */
     recs[0].t_enter = t0;
@@ -109,6 +112,16 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     t->next = recs + 2;
     t->end = recs + MSC_RECS_PER_BLOCK;
     return recs + 1;
+}
+
+void msc_refresh_pair(struct msc_thread *t)
+{
+    struct msc_block_header *h = t->block;
+    uint64_t tick, ns;
+    msc_clock_pair(&tick, &ns);
+    h->ns_last = ns;
+    h->tick_last = tick;
+    t->until_pair = MSC_PAIR_EVERY;
 }
 
 void *msc_scratch(size_t bytes)

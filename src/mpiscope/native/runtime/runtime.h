@@ -1,8 +1,9 @@
 /* The recorder's interface to the wrappers (generated and hand-written).
  *
  * Hot path rules: no malloc, no lock, no system call per event. A record is
- * reserved in the calling thread's mapped block by msc_enter(), filled by the
- * wrapper, and committed by msc_leave(), which stores the call id last.
+ * reserved in the calling thread's mapped block and committed (call id
+ * stored) by msc_enter(); the wrapper fills it, and msc_leave() stores
+ * t_leave last. Sub-records (msc_sub) are filled, then committed.
  */
 #ifndef MSC_RUNTIME_H
 #define MSC_RUNTIME_H
@@ -33,10 +34,11 @@ struct msc_thread {
     struct msc_rec *next;  /* next free record in the current block */
     struct msc_rec *end;   /* one past the last record of the block */
     void *block;           /* mapped block, NULL before the first event */
+    void *prev_block;      /* the block before it, still mapped */
     uint32_t seq;          /* blocks this thread has used */
     uint16_t index;        /* thread index within the rank */
-    uint16_t pend_call;    /* call of the record being filled */
     int busy;              /* a record is open: nested MPI calls are not recorded */
+    uint32_t until_pair;   /* events left before the next calibration pair */
     void *scratch;         /* per-thread scratch for Waitall & co (mmap, grows) */
     size_t scratch_bytes;
 };
@@ -49,7 +51,10 @@ struct msc_reqinfo {
     uint32_t id;
     uint16_t comm;
     uint8_t kind;
+    uint64_t *slot;   /* table entry, to mark the request done after completion */
+    uint64_t val;     /* its value when looked up */
 };
+#define MSC_REQ_IMMEDIATE 0x80000000u /* recorded id flag: complete at start */
 
 struct msc_comm {
     uint64_t gid;
@@ -93,7 +98,9 @@ uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm);
 uint32_t msc_req_start_id(MPI_Request req, int kind, uint16_t comm, uint32_t id);
 void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int32_t tag,
                      uint64_t bytes);
-uint32_t msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
+void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
+void msc_req_completed(const struct msc_reqinfo *info);
+int msc_req_restart(MPI_Request req, struct msc_rec *sub);
 uint32_t msc_msg_start(MPI_Message msg, uint16_t comm);
 uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);
 
@@ -119,12 +126,20 @@ static inline uint64_t msc_ticks(void)
     return msc_now_ns();
 }
 
+void msc_refresh_pair(struct msc_thread *t);
+
 static inline struct msc_rec *msc_reserve(struct msc_thread *t)
 {
     struct msc_rec *r = t->next;
     if (MSC_UNLIKELY(r == t->end)) return msc_next_block(t);
+    if (MSC_UNLIKELY(--t->until_pair == 0)) msc_refresh_pair(t);
     t->next = r + 1;
     return r;
+}
+
+static inline void msc_commit(struct msc_rec *r, uint16_t call)
+{
+    __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
 }
 
 static inline struct msc_rec *msc_enter(uint16_t call, void *site)
@@ -139,29 +154,26 @@ static inline struct msc_rec *msc_enter(uint16_t call, void *site)
     struct msc_rec *r = msc_reserve(t);
     if (MSC_UNLIKELY(!r)) return NULL;
     t->busy = 1;
-    t->pend_call = call;
     r->bytes = 0;
     r->callsite = (uint64_t)(uintptr_t)site;
     r->req = 0;
     r->peer = MSC_PEER_NONE;
     r->tag = MSC_TAG_NONE;
     r->comm = MSC_COMM_UNKNOWN;
+    r->t_leave = 0;
     r->t_enter = msc_ticks();
+    /* Committed at entry: a rank that dies inside this call still shows
+     * where it was (t_leave == 0: the call never returned). */
+    msc_commit(r, call);
     return r;
 }
 
-static inline void msc_commit(struct msc_rec *r, uint16_t call)
-{
-    __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
-}
-
+/* The call returned: t_leave is stored last, after the wrapper's fields. */
 static inline struct msc_span msc_leave(struct msc_rec *r)
 {
-    struct msc_thread *t = msc_tls;
-    r->t_leave = msc_ticks();
-    struct msc_span sp = {r->t_enter, r->t_leave, r->callsite};
-    msc_commit(r, t->pend_call);
-    t->busy = 0;
+    struct msc_span sp = {r->t_enter, msc_ticks(), r->callsite};
+    __atomic_store_n(&r->t_leave, sp.t_leave, __ATOMIC_RELEASE);
+    msc_tls->busy = 0;
     return sp;
 }
 

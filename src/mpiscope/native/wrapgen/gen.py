@@ -32,6 +32,7 @@ SUB_RECORDS = {
     4: ("sub:block", "tool"),          # the recorder switched buffer blocks
     5: ("sub:precv", "precv"),         # a persistent receive started by Start/Startall
     6: ("sub:pstart", "pstart"),       # any other request started by Start/Startall
+    7: ("sub:immediate", "immediate"), # an earlier request was a shared, already complete object
 }
 STARTS = {"psend", "precv", "pstart"}
 # Roles of the hand-written calls (the table gives no roles for them).
@@ -132,11 +133,14 @@ def wrapper(entry: dict) -> str:
             pre.append(f"uint16_t c = msc_tracking ? {lookup}({deref}{handle}) : MSC_COMM_UNKNOWN;")
             if sequenced:
                 pre.append("int32_t seq = msc_tracking ? msc_seq_next(c) : 0;")
+                # known before the call: a rank stuck in a collective shows which one
+                pre.append("if (r) { r->comm = c; r->tag = seq; }")
             if free:
                 pre.append(f"if (msc_tracking) msc_{free}_forget(*{handle});")
         else:
             post.append(f"uint16_t c = {lookup}({handle});")
-        post.append("r->comm = c;")
+        if not sequenced:
+            post.append("r->comm = c;")
     elif "message_ref" in entry or "request_ref" in entry:
         # The communicator comes from the message or request table.
         post.append("r->comm = c;")
@@ -151,7 +155,7 @@ def wrapper(entry: dict) -> str:
         pre.append("uint16_t c = MSC_COMM_UNKNOWN;")
         pre.append(f"uint32_t mid = r ? msc_msg_lookup(*{entry['message_ref']}, &c) : 0;")
     if "request_ref" in entry:
-        pre.append("struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0};")
+        pre.append("struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};")
         pre.append(f"if (r) msc_req_lookup(*{entry['request_ref']}, &ri);")
         pre.append("uint16_t c = ri.comm;")
 
@@ -161,8 +165,6 @@ def wrapper(entry: dict) -> str:
         post.append(f"r->peer = msc_world_root(c, {entry['root']});")
     if "tag" in entry:
         post.append(f"r->tag = msc_tag({entry['tag']});")
-    if sequenced:
-        post.append("r->tag = seq;")
     if "bytes" in entry:
         expr = byte_expr(entry["bytes"], call)
         if "bytes_inplace" in entry:
