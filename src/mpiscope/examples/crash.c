@@ -1,5 +1,6 @@
-/* A program that dies mid-run: ranks exchange ITERS ring messages, then rank
- * 1 dies while the others block in a barrier and are killed by the launcher.
+/* A program that dies mid-run: ranks exchange ITERS ring messages and meet in
+ * a barrier, then rank 1 dies while the others block in a second barrier and
+ * are killed by the launcher.
  * What every rank recorded before must stay readable.
  * usage: crash [iters] [segv|abort|kill]   (kill: SIGKILL, which no handler sees) */
 #include <mpi.h>
@@ -18,6 +19,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < iters; i++)
         MPI_Sendrecv_replace(&x, 1, MPI_INT, (rank + 1) % size, i, (rank + size - 1) % size, i,
                              MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD); /* every exchange is complete (and recorded) everywhere */
     if (rank == 1) {
         if (strcmp(how, "abort") == 0) {
             MPI_Abort(MPI_COMM_WORLD, 3);

@@ -245,7 +245,7 @@ def _p2p_sides(rows: pl.DataFrame, starts: pl.DataFrame) -> tuple[pl.DataFrame, 
         "comm", pl.col("rank").alias("src"), pl.col("peer_raw").alias("dst"), pl.col("tag_raw").alias("tag"),
         "bytes", pl.col("t_enter_ns").alias("t_send_enter_ns"), pl.col("t_leave_ns").alias("t_send_leave_ns"),
         pl.col("parent_event").alias("send_event"))
-    nb_send = starts.filter(pl.col("role").is_in(["isend", "psend"]) & real).select(
+    nb_send = starts.filter(pl.col("role").is_in(["isend", "psend", "isendrecv"]) & real).select(
         "comm", pl.col("rank").alias("src"), pl.col("peer_raw").alias("dst"), pl.col("tag_raw").alias("tag"),
         "bytes", pl.col("t_enter_ns").alias("t_send_enter_ns"), pl.col("t_complete_ns").alias("t_send_leave_ns"),
         pl.col("parent_event").alias("send_event"))
@@ -256,7 +256,7 @@ def _p2p_sides(rows: pl.DataFrame, starts: pl.DataFrame) -> tuple[pl.DataFrame, 
         "comm", pl.col("peer_raw").alias("src"), pl.col("rank").alias("dst"), pl.col("tag_raw").alias("tag"),
         pl.col("bytes").alias("recv_bytes"), pl.col("t_enter_ns").alias("t_recv_enter_ns"),
         pl.col("t_leave_ns").alias("t_recv_leave_ns"), pl.col("parent_event").alias("recv_event"))
-    nb_recv = starts.filter(pl.col("role").is_in(["irecv", "precv"]) & (pl.col("c_peer") >= 0)).select(
+    nb_recv = starts.filter(pl.col("role").is_in(["irecv", "precv", "isendrecv"]) & (pl.col("c_peer") >= 0)).select(
         "comm", pl.col("c_peer").alias("src"), pl.col("rank").alias("dst"), pl.col("c_tag").alias("tag"),
         pl.col("c_bytes").alias("recv_bytes"), pl.col("t_enter_ns").alias("t_recv_enter_ns"),
         pl.col("t_complete_ns").alias("t_recv_leave_ns"), pl.col("parent_event").alias("recv_event"))

@@ -249,7 +249,7 @@ static inline int32_t msc_tag(int tag)
     return tag == MPI_ANY_TAG ? MSC_TAG_ANY : tag;
 }
 
-static inline uint64_t msc_bytes(int count, MPI_Datatype dt)
+static inline uint64_t msc_bytes(int64_t count, MPI_Datatype dt)
 {
     int size = 0;
     if (count <= 0 || dt == MPI_DATATYPE_NULL) return 0;
@@ -269,45 +269,36 @@ static inline int32_t msc_outdeg(uint16_t c)
     return c == MSC_COMM_UNKNOWN ? 0 : msc_comms[c].outdeg;
 }
 
-static inline uint64_t msc_sum_counts(const int *counts, int32_t n, MPI_Datatype dt)
-{
-    uint64_t total = 0;
-    for (int32_t i = 0; i < n; i++) total += counts[i] > 0 ? (uint64_t)counts[i] : 0;
-    return total * msc_bytes(1, dt);
-}
+/* Count arrays are int[] in MPI-3 calls and MPI_Count[] in MPI-4's _c calls. */
+#define MSC_COUNT_HELPERS(suffix, type)                                                          \
+    static inline uint64_t msc_sum_counts##suffix(const type *counts, int32_t n, MPI_Datatype dt) \
+    {                                                                                           \
+        uint64_t total = 0;                                                                     \
+        for (int32_t i = 0; i < n; i++) total += counts[i] > 0 ? (uint64_t)counts[i] : 0;      \
+        return total * msc_bytes(1, dt);                                                        \
+    }                                                                                           \
+    static inline uint64_t msc_sum_wcounts##suffix(const type *counts, const MPI_Datatype *types, \
+                                                   int32_t n)                                   \
+    {                                                                                           \
+        uint64_t total = 0;                                                                     \
+        for (int32_t i = 0; i < n; i++) total += msc_bytes((int64_t)counts[i], types[i]);      \
+        return total;                                                                           \
+    }                                                                                           \
+    static inline uint64_t msc_mybytes##suffix(uint16_t c, const type *counts, MPI_Datatype dt) \
+    {                                                                                           \
+        if (c == MSC_COMM_UNKNOWN) return 0;                                                    \
+        return msc_bytes((int64_t)counts[msc_comms[c].my_rank], dt);                            \
+    }
+MSC_COUNT_HELPERS(_int, int)
+MSC_COUNT_HELPERS(_count, MPI_Count)
+#define MSC_BY_COUNT(fn, counts) \
+    _Generic((counts), int *: fn##_int, const int *: fn##_int, MPI_Count *: fn##_count, const MPI_Count *: fn##_count)
 
-static inline uint64_t msc_sum_wcounts(const int *counts, const MPI_Datatype *types, int32_t n)
-{
-    uint64_t total = 0;
-    for (int32_t i = 0; i < n; i++) total += msc_bytes(counts[i], types[i]);
-    return total;
-}
-
-static inline uint64_t msc_vbytes(uint16_t c, const int *counts, MPI_Datatype dt)
-{
-    return msc_sum_counts(counts, msc_npeers(c), dt);
-}
-
-static inline uint64_t msc_wbytes(uint16_t c, const int *counts, const MPI_Datatype *types)
-{
-    return msc_sum_wcounts(counts, types, msc_npeers(c));
-}
-
-static inline uint64_t msc_degvbytes(uint16_t c, const int *counts, MPI_Datatype dt)
-{
-    return msc_sum_counts(counts, msc_outdeg(c), dt);
-}
-
-static inline uint64_t msc_degwbytes(uint16_t c, const int *counts, const MPI_Datatype *types)
-{
-    return msc_sum_wcounts(counts, types, msc_outdeg(c));
-}
-
-static inline uint64_t msc_mybytes(uint16_t c, const int *counts, MPI_Datatype dt)
-{
-    if (c == MSC_COMM_UNKNOWN) return 0;
-    return msc_bytes(counts[msc_comms[c].my_rank], dt);
-}
+#define msc_vbytes(c, counts, dt) MSC_BY_COUNT(msc_sum_counts, counts)(counts, msc_npeers(c), dt)
+#define msc_wbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_npeers(c))
+#define msc_degvbytes(c, counts, dt) MSC_BY_COUNT(msc_sum_counts, counts)(counts, msc_outdeg(c), dt)
+#define msc_degwbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_outdeg(c))
+#define msc_mybytes(c, counts, dt) MSC_BY_COUNT(msc_mybytes, counts)(c, counts, dt)
 
 static inline uint64_t msc_status_bytes(const MPI_Status *st)
 {

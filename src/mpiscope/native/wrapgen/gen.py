@@ -39,7 +39,9 @@ STARTS = {"psend", "precv", "pstart"}
 HAND_ROLES = {"MPI_Wait": "complete", "MPI_Test": "complete", "MPI_Waitany": "complete",
               "MPI_Testany": "complete"}
 SEQ_FAMILIES = {"coll", "nbc", "neighbor"}
-REQUEST_KIND = {"isend": "MSC_REQ_SEND", "irecv": "MSC_REQ_RECV", "imrecv": "MSC_REQ_RECV"}
+# Isendrecv's completion status describes its receive half.
+REQUEST_KIND = {"isend": "MSC_REQ_SEND", "irecv": "MSC_REQ_RECV", "imrecv": "MSC_REQ_RECV",
+                "isendrecv": "MSC_REQ_RECV"}
 
 
 class TableError(Exception):
@@ -108,9 +110,10 @@ def check_entry(entry: dict, names: set[str]) -> None:
             raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
 
 
-def wrapper(entry: dict) -> str:
-    call = entry["name"]
-    params = parse_params(entry["proto"])
+def wrapper(entry: dict, large: bool = False) -> str:
+    """The wrapper of a call, or of its MPI-4 large-count variant (NAME_c)."""
+    call = entry["name"] + ("_c" if large else "")
+    params = parse_params(entry["proto_c" if large else "proto"])
     names = {n for _, n in params}
     check_entry(entry, names)
     cid = "MSC_CALL_" + call[4:].upper()
@@ -247,18 +250,24 @@ def load(path: Path) -> list[dict]:
 def generate(table: list[dict], outdir: Path) -> None:
     head = "/* generated from calls.toml by gen.py; do not edit */\n"
     ids = ["#ifndef MSC_CALLS_GEN_H", "#define MSC_CALLS_GEN_H"]
+    large = [dict(e, name=e["name"] + "_c", mpi="4.0") for e in table if "proto_c" in e]
     meta = [{"id": i, "name": n, "family": "tool", "role": role, "starts_request": role in STARTS}
             for i, (n, role) in SUB_RECORDS.items()]
     for i, (name, _) in SUB_RECORDS.items():
         ids.append(f"#define MSC_{name.replace('sub:', 'SUB_').upper()} {i}")
-    for i, entry in enumerate(table, FIRST_TABLE_ID):
+    for i, entry in enumerate(table + large, FIRST_TABLE_ID):
         ids.append(f"#define MSC_CALL_{entry['name'][4:].upper()} {i}")
         meta.append({"id": i, "name": entry["name"], "family": entry["family"], "role": role_of(entry),
                      "starts_request": "request" in entry})
-    ids.append(f"#define MSC_NCALLS {FIRST_TABLE_ID + len(table)}")
+    ids.append(f"#define MSC_NCALLS {FIRST_TABLE_ID + len(table) + len(large)}")
     ids.append("#endif")
     code = [head, '#include "runtime.h"', ""]
-    code += [wrapper(e) + "\n" for e in table if not e.get("hand")]
+    code += [wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] < "4"]
+    # MPI-4 calls exist only where mpi.h says MPI 4 (Open MPI 5 says 3.1).
+    code.append("#if MPI_VERSION >= 4")
+    code += [wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] >= "4"]
+    code += [wrapper(e, large=True) + "\n" for e in table if "proto_c" in e and not e.get("hand")]
+    code.append("#endif")
     outdir.mkdir(parents=True, exist_ok=True)
     (outdir / "calls_gen.h").write_text(head + "\n".join(ids) + "\n")
     (outdir / "wrappers_gen.c").write_text("\n".join(code))
