@@ -58,7 +58,9 @@ void msc_stop(int state, int sig)
     if (!msc_hdr) return;
     msc_clock_pair(&msc_hdr->tick_end, &msc_hdr->ns_end);
     msc_hdr->end_signal = sig;
-    __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
+    /* A disk-full stop stays the file's story even if the program finalizes. */
+    if (__atomic_load_n(&msc_hdr->state, __ATOMIC_ACQUIRE) != MSC_STATE_DISK_FULL)
+        __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
 
 /* Map the next block for thread t; returns its first free record. */
