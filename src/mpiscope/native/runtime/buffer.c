@@ -126,17 +126,18 @@ void msc_refresh_pair(struct msc_thread *t)
     t->until_pair = MSC_PAIR_EVERY;
 }
 
-void *msc_scratch(size_t bytes)
+void *msc_scratch(int which, size_t bytes)
 {
     struct msc_thread *t = msc_tls;
-    if (!t || t == &overflow_thread) return NULL;
-    if (t->scratch_bytes < bytes) {
+    if (!t && !(t = msc_thread_attach())) return NULL;
+    if (t == &overflow_thread) return NULL;
+    if (t->scratch_bytes[which] < bytes) {
         size_t want = bytes < 65536 ? 65536 : (bytes + 65535) & ~(size_t)65535;
         void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) return NULL;
-        if (t->scratch) munmap(t->scratch, t->scratch_bytes);
-        t->scratch = p;
-        t->scratch_bytes = want;
+        if (t->scratch[which]) munmap(t->scratch[which], t->scratch_bytes[which]);
+        t->scratch[which] = p;
+        t->scratch_bytes[which] = want;
     }
-    return t->scratch;
+    return t->scratch[which];
 }

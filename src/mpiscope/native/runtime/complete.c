@@ -51,10 +51,9 @@ void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *s
 /* Per-thread scratch for n request infos and, if the program ignores them, n statuses. */
 static struct msc_reqinfo *lookup_all(int n, MPI_Request *reqs, MPI_Status **statuses, int need_status)
 {
-    if (!msc_tls && !msc_thread_attach()) return NULL;
     size_t info_bytes = ((sizeof(struct msc_reqinfo) * (size_t)n) + 15) & ~(size_t)15;
     int own = need_status && *statuses == MPI_STATUSES_IGNORE;
-    char *mem = msc_scratch(info_bytes + (own ? sizeof(MPI_Status) * (size_t)n : 0) + 16);
+    char *mem = msc_scratch(0, info_bytes + (own ? sizeof(MPI_Status) * (size_t)n : 0) + 16);
     if (!mem) return NULL;
     struct msc_reqinfo *info = (struct msc_reqinfo *)mem;
     for (int i = 0; i < n; i++) msc_req_lookup(reqs[i], &info[i]);
@@ -62,9 +61,9 @@ static struct msc_reqinfo *lookup_all(int n, MPI_Request *reqs, MPI_Status **sta
     return info;
 }
 
-MSC_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
+int msc_wait(void *site, MPI_Request *request, MPI_Status *status)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_WAIT, __builtin_return_address(0));
+    struct msc_rec *r = msc_enter(MSC_CALL_WAIT, site);
     struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
     if (msc_tracking) msc_req_lookup(*request, &ri);
@@ -77,9 +76,9 @@ MSC_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
     return rc;
 }
 
-MSC_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_TEST, __builtin_return_address(0));
+    struct msc_rec *r = msc_enter(MSC_CALL_TEST, site);
     struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
     if (msc_tracking) msc_req_lookup(*request, &ri);
@@ -93,7 +92,7 @@ MSC_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     return rc;
 }
 
-static int any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status, int test)
+int msc_any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status, int test)
 {
     struct msc_rec *r = msc_enter(test ? MSC_CALL_TESTANY : MSC_CALL_WAITANY, site);
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
@@ -111,16 +110,16 @@ static int any(void *site, int count, MPI_Request reqs[], int *index, int *flag,
 
 MSC_API int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
 {
-    return any(__builtin_return_address(0), count, array_of_requests, index, NULL, status, 0);
+    return msc_any(__builtin_return_address(0), count, array_of_requests, index, NULL, status, 0);
 }
 
 MSC_API int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
 {
-    return any(__builtin_return_address(0), count, array_of_requests, index, flag, status, 1);
+    return msc_any(__builtin_return_address(0), count, array_of_requests, index, flag, status, 1);
 }
 
 /* Waitall/Testall (indices == NULL) and Waitsome/Testsome. */
-static int many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag, int *outcount,
+int msc_many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag, int *outcount,
                 int *indices, MPI_Status *statuses)
 {
     struct msc_rec *r = msc_enter(call, site);
@@ -137,7 +136,6 @@ static int many(void *site, uint16_t call, int count, MPI_Request reqs[], int *f
     int n = !finished ? 0 : indices ? *outcount : count;
     for (int k = 0; k < n; k++) msc_req_completed(&info[indices ? indices[k] : k]);
     if (r) {
-        r->tag = count;
         struct msc_span sp = msc_leave(r);
         for (int k = 0; k < n; k++) {
             /* Waitsome packs statuses: status k belongs to indices[k]. */
@@ -150,33 +148,33 @@ static int many(void *site, uint16_t call, int count, MPI_Request reqs[], int *f
 
 MSC_API int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses)
 {
-    return many(__builtin_return_address(0), MSC_CALL_WAITALL, count, array_of_requests, NULL, NULL, NULL,
+    return msc_many(__builtin_return_address(0), MSC_CALL_WAITALL, count, array_of_requests, NULL, NULL, NULL,
                 array_of_statuses);
 }
 
 MSC_API int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status *array_of_statuses)
 {
-    return many(__builtin_return_address(0), MSC_CALL_TESTALL, count, array_of_requests, flag, NULL, NULL,
+    return msc_many(__builtin_return_address(0), MSC_CALL_TESTALL, count, array_of_requests, flag, NULL, NULL,
                 array_of_statuses);
 }
 
 MSC_API int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                          MPI_Status *array_of_statuses)
 {
-    return many(__builtin_return_address(0), MSC_CALL_WAITSOME, incount, array_of_requests, NULL, outcount,
+    return msc_many(__builtin_return_address(0), MSC_CALL_WAITSOME, incount, array_of_requests, NULL, outcount,
                 array_of_indices, array_of_statuses);
 }
 
 MSC_API int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                          MPI_Status *array_of_statuses)
 {
-    return many(__builtin_return_address(0), MSC_CALL_TESTSOME, incount, array_of_requests, NULL, outcount,
+    return msc_many(__builtin_return_address(0), MSC_CALL_TESTSOME, incount, array_of_requests, NULL, outcount,
                 array_of_indices, array_of_statuses);
 }
 
-MSC_API int MPI_Request_free(MPI_Request *request)
+int msc_request_free(void *site, MPI_Request *request)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_REQUEST_FREE, __builtin_return_address(0));
+    struct msc_rec *r = msc_enter(MSC_CALL_REQUEST_FREE, site);
     struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};
     if (msc_tracking) msc_req_lookup(*request, &ri);
     int rc = PMPI_Request_free(request);
@@ -200,9 +198,9 @@ static void started(const struct msc_span *sp, MPI_Request req)
     msc_commit(s, kind == MSC_REQ_PRECV ? MSC_SUB_PRECV : kind == MSC_REQ_PSEND ? MSC_SUB_PSEND : MSC_SUB_PSTART);
 }
 
-MSC_API int MPI_Start(MPI_Request *request)
+int msc_start_request(void *site, MPI_Request *request)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_START, __builtin_return_address(0));
+    struct msc_rec *r = msc_enter(MSC_CALL_START, site);
     int rc = PMPI_Start(request);
     struct msc_span sp;
     if (r) sp = msc_leave(r);
@@ -210,16 +208,39 @@ MSC_API int MPI_Start(MPI_Request *request)
     return rc;
 }
 
-MSC_API int MPI_Startall(int count, MPI_Request array_of_requests[])
+int msc_startall(void *site, int count, MPI_Request array_of_requests[])
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_STARTALL, __builtin_return_address(0));
+    struct msc_rec *r = msc_enter(MSC_CALL_STARTALL, site);
     int rc = PMPI_Startall(count, array_of_requests);
     struct msc_span sp;
-    if (r) {
-        r->tag = count;
-        sp = msc_leave(r);
-    }
+    if (r) sp = msc_leave(r);
     for (int i = 0; rc == MPI_SUCCESS && msc_tracking && i < count; i++)
         started(r ? &sp : NULL, array_of_requests[i]);
     return rc;
+}
+
+/* The C entry points: their caller is the call site. */
+MSC_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    return msc_wait(__builtin_return_address(0), request, status);
+}
+
+MSC_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    return msc_test(__builtin_return_address(0), request, flag, status);
+}
+
+MSC_API int MPI_Request_free(MPI_Request *request)
+{
+    return msc_request_free(__builtin_return_address(0), request);
+}
+
+MSC_API int MPI_Start(MPI_Request *request)
+{
+    return msc_start_request(__builtin_return_address(0), request);
+}
+
+MSC_API int MPI_Startall(int count, MPI_Request array_of_requests[])
+{
+    return msc_startall(__builtin_return_address(0), count, array_of_requests);
 }

@@ -39,8 +39,8 @@ struct msc_thread {
     uint16_t index;        /* thread index within the rank */
     int busy;              /* a record is open: nested MPI calls are not recorded */
     uint32_t until_pair;   /* events left before the next calibration pair */
-    void *scratch;         /* per-thread scratch for Waitall & co (mmap, grows) */
-    size_t scratch_bytes;
+    void *scratch[2];      /* per-thread scratch (mmap, grows): [0] completions, */
+    size_t scratch_bytes[2]; /* [1] Fortran argument conversions */
 };
 
 struct msc_span {           /* what sub-records copy from their call */
@@ -77,7 +77,7 @@ extern struct msc_file_header *msc_hdr;
 struct msc_thread *msc_thread_attach(void);
 struct msc_rec *msc_next_block(struct msc_thread *t);
 uint64_t msc_now_ns(void);
-void *msc_scratch(size_t bytes);
+void *msc_scratch(int which, size_t bytes);
 void msc_stop(int state, int sig);
 void msc_warn(const char *what, const char *path, int err);
 
@@ -112,6 +112,20 @@ void msc_clock_pair(uint64_t *tick, uint64_t *ns);
 void msc_boot_id(char *buf, size_t size);
 void msc_clock_sync(MPI_Comm comm, int64_t *offset, int64_t *rtt, uint64_t *at);
 void msc_signals_install(void);
+
+/* hand-written calls, shared by the C and Fortran entry points */
+void msc_start(uint16_t call, uint64_t t0, void *site);
+int msc_finalize(void *site);
+int msc_pcontrol(void *site, int level);
+int msc_abort(void *site, MPI_Comm comm, int errorcode);
+int msc_wait(void *site, MPI_Request *request, MPI_Status *status);
+int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status);
+int msc_any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status, int test);
+int msc_many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag, int *outcount, int *indices,
+             MPI_Status *statuses);
+int msc_request_free(void *site, MPI_Request *request);
+int msc_start_request(void *site, MPI_Request *request);
+int msc_startall(void *site, int count, MPI_Request array_of_requests[]);
 
 /* completions (complete.c) */
 void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *st);
