@@ -25,8 +25,8 @@ from mpiscope.trace.synthetic import halo_trace
 MERGE = "from pathlib import Path; import sys; from mpiscope.trace.merge import merge_trace; merge_trace(Path(sys.argv[1]))"
 
 
-def merge_once(trace: Path) -> tuple[float, int]:
-    """(seconds, peak RSS in bytes) of one merge in a child process."""
+def merge_once(trace: Path) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in bytes, CPU seconds) of one merge in a child process."""
     for name in ("events", "messages", "collectives", "comms"):
         (trace / f"{name}.parquet").unlink(missing_ok=True)
     t0 = time.perf_counter()
@@ -35,7 +35,7 @@ def merge_once(trace: Path) -> tuple[float, int]:
     seconds = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"merge failed with status {status}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -52,13 +52,14 @@ def main() -> int:
         gen = time.perf_counter() - t0
         raw_bytes = sum(p.stat().st_size for p in (work / "raw").iterdir())
         runs = [merge_once(work) for _ in range(args.repeat)]
-        secs = [s for s, _ in runs]
+        secs = [s for s, _, _ in runs]
+        cpu = [c for _, _, c in runs]
         best, median = min(secs), statistics.median(secs)
-        peak = max(m for _, m in runs)
+        peak = max(m for _, m, _ in runs)
         parquet = sum((work / f"{n}.parquet").stat().st_size for n in ("events", "messages", "collectives", "comms"))
         result = {
             "schema": "mpiscope.bench.merge/1", "machine": platform.node(), "cpus": os.cpu_count(),
-            "ranks": args.ranks, "records": records, "generate_s": gen, "merge_s": secs,
+            "ranks": args.ranks, "records": records, "generate_s": gen, "merge_s": secs, "cpu_s": cpu,
             "events_per_s_median": records / median, "events_per_s_best": records / best,
             "peak_rss_bytes": peak, "raw_bytes": raw_bytes, "parquet_bytes": parquet,
             "parquet_bytes_per_record": parquet / records,
@@ -67,6 +68,9 @@ def main() -> int:
         print(f"  wall per merge: median {median:.2f} s, min {best:.2f} s, max {max(secs):.2f} s")
         print(f"  events merged per second: {records / median / 1e6:.2f} M/s (median), "
               f"{records / best / 1e6:.2f} M/s (best); target >= 2 M/s -> ratio {records / median / 2e6:.2f}")
+        print(f"  CPU time per merge (all threads): median {statistics.median(cpu):.2f} s "
+              f"({records / statistics.median(cpu) / 1e6:.2f} M events per CPU-second); "
+              f"load average before: {os.getloadavg()[0]:.1f}")
         print(f"  peak memory of the merge: {peak / 2**30:.2f} GiB; raw {raw_bytes / 2**20:.0f} MiB -> "
               f"Parquet {parquet / 2**20:.0f} MiB ({parquet / records:.1f} B/record)")
         if args.json:

@@ -101,6 +101,9 @@ def resolve_callsites(trace_dir: Path, ranks: list[int], addrs: list[int]) -> li
 def callsite_column(trace_dir: Path, rank: np.ndarray, addr: np.ndarray) -> pl.Series:
     """The `callsite` column: labels resolved once per distinct (rank, address)."""
     key = rank.astype(np.uint64) << np.uint64(48) | (addr.astype(np.uint64) & np.uint64((1 << 48) - 1))
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    # hash-based factorisation (parallel in Polars) rather than a full sort
+    codes = pl.DataFrame({"k": key}).with_row_index("i").group_by("k").agg(pl.col("i").first())
+    first = codes["i"].to_numpy()
     labels = resolve_callsites(trace_dir, rank[first].tolist(), addr[first].tolist())
-    return pl.Series("callsite", labels, dtype=pl.Categorical).gather(pl.Series(inverse.astype(np.int64)))
+    lookup = pl.DataFrame({"k": codes["k"], "callsite": pl.Series(labels, dtype=pl.Categorical)})
+    return pl.DataFrame({"k": key}).join(lookup, on="k", how="left", maintain_order="left")["callsite"]

@@ -125,7 +125,9 @@ def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, f
 def events_table(rec: Records, links: StartLinks, calls: CallTable, shifts: np.ndarray,
                  trace_dir: Path) -> pl.DataFrame:
     idx = np.flatnonzero(rec.call >= FIRST_TABLE_ID)
-    idx = idx[np.argsort(rec.event[idx])]
+    ev_of = rec.event[idx]
+    if ev_of.size and not (np.diff(ev_of) > 0).all():  # several threads: events interleave
+        idx = idx[np.argsort(ev_of)]
     shift = shifts[rec.rank[idx]]
     on_calls = rec.call[links.index] >= FIRST_TABLE_ID
     t_complete = np.full(rec.call.size, -1, np.int64)
@@ -230,7 +232,9 @@ def _merge(trace_dir: Path) -> MergeResult:
     messages = messages_table(p2p, si, ri, shifts, feasible)
     ev = events_table(rec, links, calls, shifts, trace_dir)
     colls, coll_of_event = collectives_table(ev, comms, calls)
-    ev = ev.join(coll_of_event, on="event", how="left", maintain_order="left")
+    coll_id = np.full(ev.height, -1, np.int64)
+    coll_id[coll_of_event["event"].to_numpy()] = coll_of_event["coll_id"].to_numpy()
+    ev = ev.with_columns(nullable(coll_id, coll_id >= 0, "coll_id"))
     _write_tables(trace_dir, {"events": ev, "messages": messages, "collectives": colls, "comms": comms})
     unmatched_s, unmatched_r = p2p.sends.size - si.size, p2p.recvs.size - ri.size
     manifest.update({
