@@ -51,7 +51,8 @@ def diagnose() -> dict[str, Any]:
         b = None
         report["built_against"] = None
         report["problems"].append({"problem": str(e), "fix": "mpiscope doctor --rebuild"})
-    mpicc, launcher = find_mpicc(), find_launcher()
+    # What the user will type: mpiexec on PATH, else the built-against MPI's own.
+    mpicc, launcher = find_mpicc(), shutil.which("mpiexec") or find_launcher()
     found: dict[str, Any] = {"mpicc": mpicc, "mpiexec": launcher}
     if launcher:
         impl, version = launcher_mpi(launcher)
