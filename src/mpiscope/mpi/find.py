@@ -37,6 +37,7 @@ def implementation_of(text: str) -> tuple[str, str]:
     patterns = [
         ("Open MPI", r"Open MPI v?(\d[\w.]*)"),
         ("Open MPI", r"\(Open MPI\) (\d[\w.]*)"),
+        ("Open MPI", r"\(OpenRTE\) (\d[\w.]*)"),  # Open MPI 4's mpiexec
         ("Intel MPI", r"Intel\(R\) MPI Library (\S+)"),
         ("MVAPICH", r"MVAPICH2? Version:\s*(\S+)"),
         ("MPICH", r"MPICH Version:\s*(\S+)"),
