@@ -159,7 +159,8 @@ class MpiEngine:
 
     def _exchange(self, msg: Any) -> list[Any]:
         self.comm.bcast(msg, root=0)
-        return [r for r in self.comm.gather(None, root=0)[1:]]
+        gathered = self.comm.gather(None, root=0) or []
+        return list(gathered[1:])
 
     def run(self, rounds: int, temperature: float) -> tuple[int, int, int]:
         return self.master.rounds(rounds, temperature, self._exchange)

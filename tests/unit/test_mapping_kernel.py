@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpiscope.mapping.kernel import Kernel
-from mpiscope.mapping.mapfile import identity_map
 from mpiscope.mapping.metrics import evaluate, link_loads
 from mpiscope.mapping.patterns import parse_pattern, random_pattern
 from mpiscope.mapping.topology import Network

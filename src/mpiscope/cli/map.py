@@ -23,7 +23,6 @@ from mpiscope.errors import UsageError
 from mpiscope.mapping import anneal as sa
 from mpiscope.mapping.baselines import Baseline, baselines
 from mpiscope.mapping.bisem import bisem, default_levels
-from mpiscope.mapping.kernel import Kernel
 from mpiscope.mapping.launchers import default_hosts, output_paths, read_hosts, write_launchers
 from mpiscope.mapping.mapfile import read_map
 from mpiscope.mapping.metrics import Metrics, evaluate, link_loads
@@ -127,8 +126,8 @@ def compute_map(args: argparse.Namespace) -> MapRun:
     info: dict[str, Any] = {"hosts": hosts}
     if args.evaluate:
         node = read_map(args.evaluate, network, pattern.nranks)
-        m, loads = _metrics(network, pattern, node)
-        run = MapRun(network, pattern, node, m, info=info, loads={"map": loads})
+        m, map_loads = _metrics(network, pattern, node)
+        run = MapRun(network, pattern, node, m, info=info, loads={"map": map_loads})
         if args.compare:
             ident, iloads = _metrics(network, pattern, np.arange(pattern.nranks) // network.ranks_per_node)
             run.baselines["identity"] = ident.to_json()
@@ -163,9 +162,9 @@ def compute_map(args: argparse.Namespace) -> MapRun:
             # mpiscope default, not in 001: anneal from the best map at hand, so that the time limit is
             # spent improving on it rather than re-finding it.
             key = {"hopbytes": "hop_bytes"}.get(args.objective, args.objective)
-            best = min((b for b in maps if b.node_of_rank is not None), key=lambda b: found[b.name][key])
-            if found[best.name][key] < found["bisection"][key] and best.node_of_rank is not None:
-                init, info["start"] = best.node_of_rank, best.name
+            top = min((b for b in maps if b.node_of_rank is not None), key=lambda b: found[b.name][key])
+            if found[top.name][key] < found["bisection"][key] and top.node_of_rank is not None:
+                init, info["start"] = top.node_of_rank, top.name
     fingerprint = f"{network.spec}/{network.ranks_per_node}/{pattern.name}/{pattern.nranks}/{params.objective}"
     resumed = sa.AnnealState.load(args.resume, fingerprint) if args.resume else None
     if resumed:
@@ -180,7 +179,7 @@ def compute_map(args: argparse.Namespace) -> MapRun:
             state = resumed
             sa.resume_kernel(engine.kernel, state)
         else:
-            state = sa.start_state(engine.kernel, params, init)
+            state = sa.start_state(engine.kernel, params, init, refine=info["start"] != "bisection")
         deadline = None
         if args.time_limit is not None:
             # Keep a margin for the final metrics, the histogram and the files.

@@ -92,7 +92,7 @@ def refine(sub: sp.csr_matrix, pull0: FloatArray, pull1: FloatArray, side: npt.N
         s = side.astype(np.float64)
         to1 = sub @ s + pull1            # bytes toward side 1
         to0 = sub @ (1 - s) + pull0
-        return np.where(side, to0 - to1, to1 - to0)   # cut saved by moving to the other side
+        return np.asarray(np.where(side, to0 - to1, to1 - to0), dtype=np.float64)   # cut saved by moving
 
     excess = int(side.sum()) - n1
     if excess:
@@ -125,7 +125,7 @@ def refine(sub: sp.csr_matrix, pull0: FloatArray, pull1: FloatArray, side: npt.N
 def bisect_group(graph: sp.csr_matrix, verts: IntArray, n0: int, n1: int, fixed0: IntArray, fixed1: IntArray,
                  seed: int) -> npt.NDArray[np.bool_]:
     """bisectionGrp for one group: True = side 1. fixed0/1: ranks of the placed groups next to half 0/1."""
-    import pymetis  # type: ignore[import-untyped]
+    import pymetis
 
     sub = graph[verts][:, verts].tocsr()
     rows = graph[verts]

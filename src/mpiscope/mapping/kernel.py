@@ -105,7 +105,7 @@ class Kernel:
                                           b.ctypes.data_as(POINTER(c_int64)), _p32(full))
         if not self.handle:
             raise NativeBuildError(f"the annealing kernel handles at most 8 dimensions, not {network.ndim}")
-        self.rng = c_uint64(np.uint64(seed * 0x9E3779B97F4A7C15 % 2**64 or 1))
+        self.rng = c_uint64(seed * 0x9E3779B97F4A7C15 % 2**64 or 1)
 
     def __del__(self) -> None:
         if getattr(self, "handle", None):

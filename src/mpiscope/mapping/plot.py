@@ -24,7 +24,7 @@ def link_histogram_png(path: str | Path, loads: dict[str, npt.NDArray[np.float64
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     for name, v in loads.items():
         used = v[v > 0]
-        ax.hist(used / 2**20, bins=edges / 2**20, histtype="step", linewidth=1.6,
+        ax.hist(used / 2**20, bins=(edges / 2**20).tolist(), histtype="step", linewidth=1.6,
                 label=f"{name} (maxlink {used.max(initial=0) / 2**20:.2f} MiB)")
     ax.set_xlabel("bytes through the link (MiB)")
     ax.set_ylabel("links")
