@@ -16,6 +16,7 @@ import math
 import multiprocessing as mp
 import os
 import random
+import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -55,6 +56,8 @@ def _serve(k: Kernel, msg: tuple[list[Move], npt.NDArray[np.int32]], problem: Pr
 
 
 def _process_worker(conn: Connection, problem: Problem, seed: int) -> None:
+    # Ctrl-C at the terminal reaches the whole process group: only the master stops (and saves).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     k = problem.kernel(seed)
     while True:
         msg = conn.recv()
