@@ -52,6 +52,36 @@ def test_incremental_equals_full(kind: str, dims: list[int], rpn: int, seed: int
     assert k.raw_metrics() == full(net, pairs, node)
 
 
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["torus", "mesh"]), dims=st.lists(st.integers(2, 6), min_size=1, max_size=3),
+       objective=st.sampled_from(["eval", "hopbytes", "maxlink"]), k=st.integers(2, 4),
+       temperature=st.sampled_from([0.0, 1e-3, 1e-1, 1.0]), seed=st.integers(0, 2**31))
+def test_early_rejection_takes_the_exact_path(kind: str, dims: list[int], objective: str, k: int,
+                                              temperature: float, seed: int) -> None:
+    """Rejecting on the lower bound changes no decision and no random draw: the same moves are accepted."""
+    net = Network(kind, tuple(dims))
+    pat = random_pattern(net.nodes, min(3, net.nodes - 1), seed)
+    start = np.random.default_rng(seed).permutation(net.nodes).astype(np.int64)
+    runs = []
+    for bound in (True, False):
+        kern = Kernel(net, net.nodes, *pat.pairs(), start, seed=seed)
+        kern.early_rejection(bound)
+        t = temperature * kern.objective(objective)
+        stats = kern.anneal(3000, (2,) * net.ndim, k, 1, t, objective)
+        runs.append((stats, kern.map().tolist(), kern.map(best=True).tolist(), kern.raw_metrics()))
+    assert runs[0] == runs[1]
+
+
+def test_early_rejection_decides_most_moves_at_low_temperature() -> None:
+    net, pat = Network("torus", (4, 4, 4)), parse_pattern("bruck:64")
+    start = np.random.default_rng(1).permutation(64).astype(np.int64)
+    k = Kernel(net, 64, *pat.pairs(), start, seed=2)
+    k.anneal(20000, (3, 3, 3), 2, 1, 0.0, "eval")          # greedy descent to a local optimum
+    k.rejected_early = 0
+    evaluated, _, _ = k.anneal(20000, (3, 3, 3), 2, 1, k.objective("eval") * 1e-6, "eval")
+    assert k.rejected_early > evaluated // 2
+
+
 def test_kernel_anneal_keeps_best_and_counts() -> None:
     net = Network("torus", (4, 4, 4))
     pat = parse_pattern("bruck:64")

@@ -1,4 +1,4 @@
-"""ctypes binding of the incremental annealing kernel (native/kernels/anneal.c).
+"""ctypes binding of the incremental annealing kernel (native/kernels/*.c, see anneal.h).
 
 The kernel holds one map and its link loads and evaluates moves (a
 permutation of the places of a few ranks) incrementally. Bytes go to it as
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, c_double, c_int, c_int32, c_int64, c_uint64, c_void_p
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -29,6 +30,40 @@ class _Metrics(ctypes.Structure):
 
 
 _I32P = POINTER(c_int32)
+_I64P = POINTER(c_int64)
+
+
+class _Log(ctypes.Structure):
+    """search.c's msa_log: the moves a worker accepted."""
+    _fields_ = [("cap", c_int64), ("n", c_int64), ("k", _I32P), ("ranks", _I32P), ("perm", _I32P),
+                ("round", _I64P), ("thr", POINTER(c_double))]
+
+
+@dataclass
+class MoveLog:
+    """Moves accepted by a worker, in order: move i puts ranks[i, j] in the place of ranks[i, perm[i, j]]
+    (j < k[i]); thr[i] is the largest objective change it would still be accepted with."""
+    k: npt.NDArray[np.int32]
+    ranks: npt.NDArray[np.int32]
+    perm: npt.NDArray[np.int32]
+    round: npt.NDArray[np.int64]
+    thr: FloatArray
+
+    @staticmethod
+    def empty(n: int, k: int) -> MoveLog:
+        return MoveLog(np.zeros(n, np.int32), np.zeros((n, k), np.int32), np.zeros((n, k), np.int32),
+                       np.zeros(n, np.int64), np.zeros(n, np.float64))
+
+    def __len__(self) -> int:
+        return int(self.k.size)
+
+    def take(self, idx: npt.NDArray[np.int64]) -> MoveLog:
+        return MoveLog(self.k[idx], self.ranks[idx], self.perm[idx], self.round[idx], self.thr[idx])
+
+    @staticmethod
+    def concat(logs: list[MoveLog]) -> MoveLog:
+        return MoveLog(*(np.concatenate([getattr(g, f) for g in logs]) for f in ("k", "ranks", "perm", "round",
+                                                                                   "thr")))
 
 
 @cache
@@ -52,7 +87,9 @@ def _lib() -> ctypes.CDLL:
     lib.msa_try_list.restype = c_double
     lib.msa_try_list.argtypes = [c_void_p, c_int, _I32P, c_int, c_int, POINTER(c_uint64), _I32P]
     lib.msa_anneal.argtypes = [c_void_p, c_int64, _I32P, c_int, c_int, c_double, c_int, POINTER(c_uint64),
-                               POINTER(c_int64)]
+                               _I64P, POINTER(_Log)]
+    lib.msa_use_bound.argtypes = [c_void_p, c_int]
+    lib.msa_merge.argtypes = [c_void_p, c_int64, c_int, _I32P, _I32P, _I32P, POINTER(c_double), c_int, _I64P]
     lib.msa_pick.restype = c_int
     lib.msa_pick.argtypes = [c_void_p, _I32P, c_int, POINTER(c_uint64), _I32P]
     lib.msa_best_objective.restype = c_double
@@ -106,6 +143,7 @@ class Kernel:
         if not self.handle:
             raise NativeBuildError(f"the annealing kernel handles at most 8 dimensions, not {network.ndim}")
         self.rng = c_uint64(seed * 0x9E3779B97F4A7C15 % 2**64 or 1)
+        self.rejected_early = 0
 
     def __del__(self) -> None:
         if getattr(self, "handle", None):
@@ -159,13 +197,39 @@ class Kernel:
         return float(v), perm
 
     def anneal(self, rounds: int, window: tuple[int, ...], k: int, tries: int, temperature: float,
-               kind: str) -> tuple[int, int, int]:
-        """`rounds` SA rounds in C: (moves evaluated, accepted, new bests)."""
-        stats = np.zeros(3, dtype=np.int64)
+               kind: str, log: MoveLog | None = None) -> tuple[int, int, int]:
+        """`rounds` SA rounds in C: (moves evaluated, accepted, new bests). With a log (as long as
+        `rounds`, k columns), the accepted moves are written to it and the log is cut to them.
+        rejected_early counts the moves decided on the lower bound alone."""
+        stats = np.zeros(4, dtype=np.int64)
         w = _i32(window)
+        clog = None
+        if log is not None:
+            clog = _Log(len(log), 0, _p32(log.k), _p32(log.ranks), _p32(log.perm),
+                        log.round.ctypes.data_as(_I64P), log.thr.ctypes.data_as(POINTER(c_double)))
         self.lib.msa_anneal(self.handle, rounds, _p32(w), k, tries, temperature, OBJECTIVES[kind],
-                            ctypes.byref(self.rng), stats.ctypes.data_as(POINTER(c_int64)))
+                            ctypes.byref(self.rng), stats.ctypes.data_as(_I64P),
+                            ctypes.byref(clog) if clog is not None else None)
+        if log is not None and clog is not None:
+            n = clog.n
+            log.k, log.ranks, log.perm, log.round, log.thr = (log.k[:n], log.ranks[:n], log.perm[:n],
+                                                              log.round[:n], log.thr[:n])
+        self.rejected_early += int(stats[3])
         return int(stats[0]), int(stats[1]), int(stats[2])
+
+    def early_rejection(self, on: bool) -> None:
+        """Whether rounds reject moves on bound.c's lower bound first (same decisions either way)."""
+        self.lib.msa_use_bound(self.handle, int(on))
+
+    def merge(self, log: MoveLog, kind: str) -> tuple[int, int]:
+        """Replay workers' accepted moves on this map, each kept if its change here is within its
+        threshold (001 §5.3 update): (kept, new bests)."""
+        stats = np.zeros(2, dtype=np.int64)
+        k, r, p = _i32(log.k), _i32(log.ranks), _i32(log.perm)
+        thr = np.ascontiguousarray(log.thr, dtype=np.float64)
+        self.lib.msa_merge(self.handle, len(log), r.shape[1] if r.ndim == 2 else 0, _p32(k), _p32(r), _p32(p),
+                           thr.ctypes.data_as(POINTER(c_double)), OBJECTIVES[kind], stats.ctypes.data_as(_I64P))
+        return int(stats[0]), int(stats[1])
 
     def pick(self, window: tuple[int, ...], k: int) -> npt.NDArray[np.int32]:
         """k distinct ranks (or empty slots) inside a random window: 001 §5.3 initOp."""
