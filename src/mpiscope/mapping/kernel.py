@@ -89,6 +89,8 @@ def _lib() -> ctypes.CDLL:
     lib.msa_anneal.argtypes = [c_void_p, c_int64, _I32P, c_int, c_int, c_double, c_int, POINTER(c_uint64),
                                _I64P, POINTER(_Log)]
     lib.msa_use_bound.argtypes = [c_void_p, c_int]
+    lib.msa_bound.restype = c_double
+    lib.msa_bound.argtypes = [c_void_p, c_int, _I32P, _I32P, c_int]
     lib.msa_merge.argtypes = [c_void_p, c_int64, c_int, _I32P, _I32P, _I32P, POINTER(c_double), c_int, _I64P]
     lib.msa_pick.restype = c_int
     lib.msa_pick.argtypes = [c_void_p, _I32P, c_int, POINTER(c_uint64), _I32P]
@@ -183,6 +185,11 @@ class Kernel:
         m = _Metrics()
         self.lib.msa_eval(self.handle, r.size, _p32(r), _p32(p), ctypes.byref(m))
         return m.hop_sum, m.hop_bytes, m.maxlink
+
+    def bound(self, ranks: npt.ArrayLike, perm: npt.ArrayLike, kind: str) -> float:
+        """A lower bound of the objective after the move (exact for hop-bytes); nothing applied."""
+        r, p = _i32(ranks), _i32(perm)
+        return float(self.lib.msa_bound(self.handle, r.size, _p32(r), _p32(p), OBJECTIVES[kind]))
 
     def apply_move(self, ranks: npt.ArrayLike, perm: npt.ArrayLike) -> None:
         r, p = _i32(ranks), _i32(perm)

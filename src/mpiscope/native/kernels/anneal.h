@@ -3,6 +3,7 @@
  * layout.c  link numbering by rings, routes, full evaluation
  * delta.c   incremental evaluation of a move and its commit
  * bound.c   a cheap lower bound of a move's objective, to reject early
+ * hopsum.c  per-rank hop sums by coordinate, for that bound
  * state.c   creating a map, reading it, single moves, the best map
  * search.c  random moves, the annealing loop, worker logs and their merge
  *
@@ -51,6 +52,8 @@ typedef struct { int32_t peer, out; int64_t w; } edge_t;
 typedef struct { int32_t node, slot; uint32_t stamp; int32_t newnode; } rank_t;
 /* Links of one block (bit i: the block's link i) whose load changes by w. */
 typedef struct { uint64_t mask; int64_t w; int32_t next; } piece_t;
+/* bound.c's cache of the tracked links a rank's routes cross (valid while both versions match). */
+typedef struct { uint32_t bits, rver, tver; } cover_t;
 /* What the move under evaluation adds to one block (valid if stamp matches). */
 typedef struct { uint32_t stamp; int32_t head; int64_t add; } bmove_t;
 
@@ -82,8 +85,17 @@ typedef struct {
     /* the links at maxlink (block, bit), when there are at most MSA_TRACK; ntrack -1: not followed */
     int use_bound;
     int ntrack;
+    uint32_t track_ver;         /* changes with the tracked set */
+    uint32_t track_dims;        /* dimensions of the tracked links (bits) */
     int32_t track_blk[MSA_TRACK];
     uint64_t track_bit[MSA_TRACK];
+    /* hopsum.c: hop sums of each rank's flows by coordinate (NULL: not kept) */
+    int64_t sum_l, hoff[MSA_MAXDIM];
+    int32_t *hs;
+    int64_t *hb;
+    uint32_t *rver;             /* changes when a rank or one of its peers moves */
+    cover_t *cover;
+    uint64_t *peer_bits;        /* hashed peer ids of each rank */
     /* best map seen */
     int32_t *best;
     double best_obj;
@@ -107,6 +119,13 @@ void commit(msa_t *h, int k, const int32_t *ranks, const int32_t *perm);
 /* bound.c */
 double bound_move(msa_t *h, int k, const int32_t *ranks, const int32_t *perm, int kind);
 void track_max_links(msa_t *h);
+
+/* hopsum.c */
+void hopsum_init(msa_t *h);
+void hopsum_free(msa_t *h);
+void hopsum_fill(msa_t *h);
+void hopsum_commit(msa_t *h, int k, const int32_t *ranks);
+int64_t hopsum_change(const msa_t *h, int k, const int32_t *ranks, int64_t *dhb, int64_t *old_hops);
 
 /* state.c */
 double objective(int kind, int64_t hop_sum, int64_t hop_bytes, int64_t maxlink);

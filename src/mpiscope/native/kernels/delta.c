@@ -252,6 +252,7 @@ void commit(msa_t *h, int k, const int32_t *ranks, const int32_t *perm)
     h->maxlink = N;
     if (N != M || before || after)             /* the links at the maximum may have changed */
         track_max_links(h);
+    hopsum_commit(h, k, ranks);
     int32_t slots[MSA_MAXK];
     for (int i = 0; i < k; i++)
         slots[i] = h->rk[ranks[perm[i]]].slot;

@@ -199,6 +199,12 @@ MSA_API void msa_anneal(msa_t *h, int64_t rounds, const int32_t *win, int k, int
     }
 }
 
+/* bound.c's lower bound of the objective after a move (tests check it against the exact change). */
+MSA_API double msa_bound(msa_t *h, int k, const int32_t *ranks, const int32_t *perm, int kind)
+{
+    return bound_move(h, k, ranks, perm, kind);
+}
+
 /* Whether the rounds use bound.c's early rejection (tests compare both ways). */
 MSA_API void msa_use_bound(msa_t *h, int on)
 {

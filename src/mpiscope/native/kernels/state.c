@@ -55,9 +55,16 @@ MSA_API void msa_set_map(msa_t *h, const int32_t *node_of)
     }
     free(fill);
     full_eval(h);
+    hopsum_fill(h);
 }
 
-/* The edges of every rank (CSR), each flow once from each end. */
+static int by_peer(const void *a, const void *b)
+{
+    const edge_t *x = a, *y = b;
+    return x->peer != y->peer ? (x->peer > y->peer) - (x->peer < y->peer) : x->out - y->out;
+}
+
+/* The edges of every rank (CSR), each flow once from each end, sorted by peer (hopsum.c looks them up). */
 static void build_adjacency(msa_t *h, const int32_t *src, const int32_t *dst, const int64_t *bytes)
 {
     const int64_t nf = h->nflows, nr = h->nranks;
@@ -75,20 +82,8 @@ static void build_adjacency(msa_t *h, const int32_t *src, const int32_t *dst, co
         h->adj[h->adj_off[dst[f]] + fill[dst[f]]++] = (edge_t){src[f], 0, bytes[f]};
     }
     free(fill);
-}
-
-static int64_t *copy64(const int64_t *a, int64_t n)
-{
-    int64_t *p = malloc((size_t)n * sizeof *p);
-    memcpy(p, a, (size_t)n * sizeof *p);
-    return p;
-}
-
-static int32_t *copy32(const int32_t *a, int64_t n)
-{
-    int32_t *p = malloc((size_t)n * sizeof *p);
-    memcpy(p, a, (size_t)n * sizeof *p);
-    return p;
+    for (int64_t r = 0; r < nr; r++)
+        qsort(h->adj + h->adj_off[r], (size_t)(h->adj_off[r + 1] - h->adj_off[r]), sizeof *h->adj, by_peer);
 }
 
 MSA_API void msa_free(msa_t *h)
@@ -96,6 +91,7 @@ MSA_API void msa_free(msa_t *h)
     if (!h)
         return;
     layout_free(h);
+    hopsum_free(h);
     void *p[] = {h->fsrc, h->fdst, h->fbytes, h->adj_off, h->adj, h->rk, h->slot_rank, h->best,
                  h->load, h->blkmax, h->bm, h->bnew, h->touched, h->piece};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
@@ -118,11 +114,17 @@ MSA_API msa_t *msa_create(int ndim, const int32_t *dims, int torus, int rpn, int
         return NULL;
     }
     h->nranks = nranks;
-    h->nflows = nflows;
-    h->fsrc = copy32(src, nflows);
-    h->fdst = copy32(dst, nflows);
-    h->fbytes = copy64(bytes, nflows);
-    build_adjacency(h, src, dst, bytes);
+    /* a message to oneself crosses no link; hopsum.c's tables assume the peer is another rank */
+    h->fsrc = malloc((size_t)nflows * sizeof *h->fsrc);
+    h->fdst = malloc((size_t)nflows * sizeof *h->fdst);
+    h->fbytes = malloc((size_t)nflows * sizeof *h->fbytes);
+    for (int64_t f = 0; f < nflows; f++)
+        if (src[f] != dst[f]) {
+            h->fsrc[h->nflows] = src[f];
+            h->fdst[h->nflows] = dst[f];
+            h->fbytes[h->nflows++] = bytes[f];
+        }
+    build_adjacency(h, h->fsrc, h->fdst, h->fbytes);
     h->rk = calloc((size_t)nranks, sizeof *h->rk);
     h->slot_rank = malloc((size_t)(h->nnodes * rpn) * sizeof *h->slot_rank);
     h->best = malloc((size_t)nranks * sizeof *h->best);
@@ -134,6 +136,7 @@ MSA_API msa_t *msa_create(int ndim, const int32_t *dims, int torus, int rpn, int
     h->touched = malloc((size_t)(h->nblocks + 2) * sizeof *h->touched);
     h->pcap = 4096;
     h->piece = malloc((size_t)h->pcap * sizeof *h->piece);
+    hopsum_init(h);
     msa_set_map(h, node_of);
     save_best(h);
     h->best_obj = INFINITY;
