@@ -1,22 +1,28 @@
 """Parallel work: worker processes on this machine, or an MPI job across nodes (mpi4py).
 
 The only module that imports mpi4py. For mapping it runs 001 §5.3's OPTIM
-master/worker scheme: each round the master picks the swap candidates
-(NUM_SWAPS ranks in a random RANGE window, initOp), sends every worker the
-moves accepted since its last round and that list; each worker evaluates
-`tries` random permutations of the listed ranks on its own copy of the map
-(incrementally, in the C kernel) and returns its best; the master keeps the
-best of the returned maps by the SA acceptance rule (update). Workers hold a
-replica of the map, so a round sends the accepted moves, not the whole map.
+master/worker scheme with rounds long enough to pay for their messages
+(measured: a round trip through a pipe costs about 1 ms, while a move is
+evaluated in about a microsecond). In each round the master sends every
+worker the current map and its share of the swap candidates (as the seed of
+a candidate stream: listing 10^5 windows would cost more than evaluating
+them); each worker anneals its copy of the map through `rounds` candidates
+at the master's temperature (C kernel) and returns the moves it accepted,
+each with the threshold of its Metropolis draw. The master replays the
+workers' moves on its own map, the best chain first, and keeps those whose
+change on that map is still within their threshold (update), so its map and
+metrics stay exact and moves of different workers that do not interact are
+all kept. Workers then go back to their snapshot of the round's start and
+replay the kept moves, or reload the map when there are many.
 """
 
 from __future__ import annotations
 
-import math
 import multiprocessing as mp
 import os
 import random
 import signal
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -24,12 +30,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mpiscope.mapping.kernel import Kernel
+from mpiscope.mapping.kernel import Kernel, MoveLog
 from mpiscope.mapping.topology import Network
 
 IntArray = npt.NDArray[np.int64]
 _released = False          # MPI workers told to stop (each may be told once)
-Move = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]
+# A round as a worker sees it: where to start (the map, or the moves the master kept since the
+# worker's snapshot), rounds, temperature, seed of its candidates.
+Round = tuple[npt.NDArray[np.int32] | MoveLog, int, float, int]
+# What a worker returns: moves evaluated, the moves it accepted, the objective it reached, its CPU time.
+Result = tuple[int, MoveLog, float, float]
 
 
 @dataclass(frozen=True)
@@ -48,78 +58,99 @@ class Problem:
         return Kernel(self.network, self.nranks, self.src, self.dst, self.nbytes, self.node_of_rank, seed=seed)
 
 
-def _serve(k: Kernel, msg: tuple[list[Move], npt.NDArray[np.int32]], problem: Problem) -> tuple[float, Any]:
-    moves, ranks = msg
-    for r, p in moves:
-        k.apply_move(r, p)
-    return k.try_list(ranks, problem.tries, problem.objective)
+@dataclass(frozen=True)
+class Moves:
+    """The move set of a search: RANGE window and NUM_SWAPS."""
+    window: tuple[int, ...]
+    num_swaps: int
 
 
-def _process_worker(conn: Connection, problem: Problem, seed: int) -> None:
+# Up to this many kept moves the workers replay them from their snapshot (about 10 us each) rather than
+# re-evaluate the whole map (8 to 18 ms for 4096-rank Bruck).
+REPLAY_MAX = 1000
+
+
+def _serve(k: Kernel, problem: Problem, moves: Moves, msg: Round) -> Result:
+    cpu = time.process_time()
+    start, rounds, temperature, seed = msg
+    if isinstance(start, MoveLog) and k.restore():
+        k.apply_moves(start)
+    else:
+        k.set_map(np.asarray(start))
+    k.snapshot()
+    k.rng.value = seed
+    log = MoveLog.empty(rounds, moves.num_swaps)
+    evaluated, _, _ = k.anneal(rounds, moves.window, moves.num_swaps, problem.tries, temperature,
+                               problem.objective, log=log)
+    return evaluated, log, k.objective(problem.objective), time.process_time() - cpu
+
+
+def _process_worker(conn: Connection, problem: Problem, moves: Moves, seed: int) -> None:
     # Ctrl-C at the terminal reaches the whole process group: only the master stops (and saves).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     k = problem.kernel(seed)
+    conn.send("ready")
     while True:
         msg = conn.recv()
         if msg is None:
             return
-        conn.send(_serve(k, msg, problem))
+        conn.send(_serve(k, problem, moves, msg))
 
 
 class _Master:
     """The master's side of a round, shared by the process and MPI engines."""
 
-    def __init__(self, problem: Problem, window: tuple[int, ...], num_swaps: int, seed: int) -> None:
-        self.problem, self.window, self.num_swaps = problem, window, num_swaps
+    def __init__(self, problem: Problem, seed: int) -> None:
+        self.problem = problem
         self.kernel = problem.kernel(seed)
-        self.pending: list[Move] = []
         self.rng = random.Random(seed)
+        self.kept: MoveLog | None = None      # kept last round; None: the workers need the map
+        self.worker_cpu_s = 0.0               # the busiest worker's CPU time, summed over rounds
 
-    def rounds(self, rounds: int, temperature: float, exchange: Any) -> tuple[int, int, int]:
-        evaluated = accepted = bests = 0
-        kind = self.problem.objective
-        for _ in range(rounds):
-            ranks = self.kernel.pick(self.window, self.num_swaps)
-            if ranks.size < 2:
-                continue
-            results: list[tuple[float, Any]] = exchange((self.pending, ranks))
-            self.pending = []
-            evaluated += self.problem.tries * len(results)
-            value, perm = min(results, key=lambda x: x[0])
-            delta = value - self.kernel.objective(kind)
-            if delta <= 0 or (temperature > 0 and self.rng.random() < math.exp(-delta / temperature)):
-                before = self.kernel.best_objective()
-                self.kernel.apply_move(ranks, perm)
-                self.kernel.offer_best(kind)
-                self.pending.append((ranks, np.asarray(perm, dtype=np.int32)))
-                accepted += 1
-                bests += self.kernel.best_objective() < before
-        return evaluated, accepted, bests
+    def round(self, rounds: int, temperature: float, workers: int, exchange: Any) -> tuple[int, int, int]:
+        start: npt.NDArray[np.int32] | MoveLog
+        if self.kept is not None and len(self.kept) <= REPLAY_MAX:
+            start = self.kept
+        else:
+            start = self.kernel.map(slots=True).astype(np.int32)
+        msgs = [(start, rounds, temperature, self.rng.getrandbits(64) or 1) for _ in range(workers)]
+        results: list[Result] = exchange(msgs)
+        # The chain that got furthest first, whole, then what of the others still helps. Interleaving
+        # the chains kept fewer moves and a worse map (measured on 4096-rank Bruck: maxlink couples
+        # every move, and a move judged after another chain's maxlink change is judged anew).
+        results.sort(key=lambda r: r[2])
+        self.kept, bests = self.kernel.merge(MoveLog.concat([r[1] for r in results]), self.problem.objective)
+        self.worker_cpu_s += max(r[3] for r in results)
+        return sum(r[0] for r in results), len(self.kept), bests
 
 
 class ProcessEngine:
     """OPTIM with `workers` processes on this machine."""
 
     def __init__(self, problem: Problem, workers: int, window: tuple[int, ...], num_swaps: int, seed: int) -> None:
-        self.master = _Master(problem, window, num_swaps, seed)
+        self.master = _Master(problem, seed)
         self.kernel = self.master.kernel
         ctx = mp.get_context("fork")
         self.conns: list[Connection] = []
         self.procs = []
         for w in range(workers):
             a, b = ctx.Pipe()
-            proc = ctx.Process(target=_process_worker, args=(b, problem, seed + 1 + w), daemon=True)
+            proc = ctx.Process(target=_process_worker, args=(b, problem, Moves(window, num_swaps), seed + 1 + w),
+                               daemon=True)
             proc.start()
             self.conns.append(a)
             self.procs.append(proc)
+        for c in self.conns:       # each builds its kernel first; the speed measured next is the rounds'
+            c.recv()
 
-    def _exchange(self, msg: Any) -> list[Any]:
-        for c in self.conns:
-            c.send(msg)
+    def _exchange(self, msgs: list[Round]) -> list[Result]:
+        for c, m in zip(self.conns, msgs):
+            c.send(m)
         return [c.recv() for c in self.conns]
 
     def run(self, rounds: int, temperature: float) -> tuple[int, int, int]:
-        return self.master.rounds(rounds, temperature, self._exchange)
+        """`rounds` rounds on every worker at once."""
+        return self.master.round(rounds, temperature, len(self.conns), self._exchange)
 
     def close(self) -> None:
         for c in self.conns:
@@ -154,24 +185,25 @@ class MpiEngine:
         from mpi4py import MPI
 
         self.comm = MPI.COMM_WORLD
-        self.comm.bcast((problem, seed), root=0)
+        self.comm.bcast((problem, Moves(window, num_swaps), seed), root=0)
         global _released
         _released = False
-        self.master = _Master(problem, window, num_swaps, seed)
+        self.master = _Master(problem, seed)
         self.kernel = self.master.kernel
+        self.comm.gather(None, root=0)       # the workers have built their kernels
 
-    def _exchange(self, msg: Any) -> list[Any]:
-        self.comm.bcast(msg, root=0)
+    def _exchange(self, msgs: list[Round]) -> list[Result]:
+        self.comm.scatter([None, *msgs], root=0)
         gathered = self.comm.gather(None, root=0) or []
         return list(gathered[1:])
 
     def run(self, rounds: int, temperature: float) -> tuple[int, int, int]:
-        return self.master.rounds(rounds, temperature, self._exchange)
+        return self.master.round(rounds, temperature, self.comm.Get_size() - 1, self._exchange)
 
     def close(self) -> None:
         global _released
         if not _released:
-            self.comm.bcast(None, root=0)
+            self.comm.scatter([None] * self.comm.Get_size(), root=0)
             _released = True
 
 
@@ -185,13 +217,14 @@ def mpi_worker() -> None:
     start = comm.bcast(None, root=0)
     if start is None:
         return
-    problem, seed = start
+    problem, moves, seed = start
     k = problem.kernel(seed + comm.Get_rank())
+    comm.gather("ready", root=0)
     while True:
-        msg = comm.bcast(None, root=0)
+        msg = comm.scatter(None, root=0)
         if msg is None:
             return
-        comm.gather(_serve(k, msg, problem), root=0)
+        comm.gather(_serve(k, problem, moves, msg), root=0)
 
 
 def mpi_release_workers() -> None:

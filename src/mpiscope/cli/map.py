@@ -48,8 +48,8 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--objective", choices=["eval", "hopbytes", "maxlink"], default="eval",
                    help="eval = sum of hops x maxlink (001, default)")
     p.add_argument("--window", help="RANGE, e.g. 3x3x3 (default: a BISEM area plus one node per dimension)")
-    p.add_argument("--num-swaps", type=int, help="NUM_SWAPS, ranks permuted per move (default 2; 4 with workers)")
-    p.add_argument("--tries", type=int, help="permutations a worker evaluates per round (default 1; 16 with workers)")
+    p.add_argument("--num-swaps", type=int, help="NUM_SWAPS, ranks permuted per move (default 2)")
+    p.add_argument("--tries", type=int, help="permutations evaluated per round, the best kept (default 1)")
     p.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds in all (default: at convergence)")
     p.add_argument("--max-rounds", type=int, default=0, help="stop after this many rounds")
     p.add_argument("--target", type=float, help="stop when the objective reaches this value")
@@ -143,8 +143,7 @@ def compute_map(args: argparse.Namespace) -> MapRun:
                      "time_s": time.monotonic() - t}
     workers = parallel.mpi_size() - 1 if parallel.mpi_size() > 1 else args.workers
     params = sa.AnnealParams(objective=args.objective, window=_window(args, network, areas[0].size),
-                             num_swaps=args.num_swaps or (4 if workers > 1 else 2),
-                             tries=args.tries or (16 if workers > 1 else 1), cooling=args.cooling,
+                             num_swaps=args.num_swaps or 2, tries=args.tries or 1, cooling=args.cooling,
                              rounds_per_step=args.rounds_per_step, t0=args.t0, seed=args.seed)
     if params.num_swaps < 2 or params.num_swaps > 64 or params.tries < 1:
         raise UsageError("--num-swaps must be 2..64 and --tries at least 1")

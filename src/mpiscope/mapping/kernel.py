@@ -9,7 +9,7 @@ fractional byte counts is scaled to integers first (`scale`).
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, c_double, c_int, c_int32, c_int64, c_uint64, c_void_p
+from ctypes import POINTER, c_double, c_int, c_int32, c_int64, c_uint8, c_uint64, c_void_p
 from dataclasses import dataclass
 from functools import cache
 
@@ -36,7 +36,7 @@ _I64P = POINTER(c_int64)
 class _Log(ctypes.Structure):
     """search.c's msa_log: the moves a worker accepted."""
     _fields_ = [("cap", c_int64), ("n", c_int64), ("k", _I32P), ("ranks", _I32P), ("perm", _I32P),
-                ("round", _I64P), ("thr", POINTER(c_double))]
+                ("thr", POINTER(c_double))]
 
 
 @dataclass
@@ -46,24 +46,22 @@ class MoveLog:
     k: npt.NDArray[np.int32]
     ranks: npt.NDArray[np.int32]
     perm: npt.NDArray[np.int32]
-    round: npt.NDArray[np.int64]
     thr: FloatArray
 
     @staticmethod
     def empty(n: int, k: int) -> MoveLog:
         return MoveLog(np.zeros(n, np.int32), np.zeros((n, k), np.int32), np.zeros((n, k), np.int32),
-                       np.zeros(n, np.int64), np.zeros(n, np.float64))
+                       np.zeros(n, np.float64))
 
     def __len__(self) -> int:
         return int(self.k.size)
 
     def take(self, idx: npt.NDArray[np.int64]) -> MoveLog:
-        return MoveLog(self.k[idx], self.ranks[idx], self.perm[idx], self.round[idx], self.thr[idx])
+        return MoveLog(self.k[idx], self.ranks[idx], self.perm[idx], self.thr[idx])
 
     @staticmethod
     def concat(logs: list[MoveLog]) -> MoveLog:
-        return MoveLog(*(np.concatenate([getattr(g, f) for g in logs]) for f in ("k", "ranks", "perm", "round",
-                                                                                   "thr")))
+        return MoveLog(*(np.concatenate([getattr(g, f) for g in logs]) for f in ("k", "ranks", "perm", "thr")))
 
 
 @cache
@@ -91,7 +89,12 @@ def _lib() -> ctypes.CDLL:
     lib.msa_use_bound.argtypes = [c_void_p, c_int]
     lib.msa_bound.restype = c_double
     lib.msa_bound.argtypes = [c_void_p, c_int, _I32P, _I32P, c_int]
-    lib.msa_merge.argtypes = [c_void_p, c_int64, c_int, _I32P, _I32P, _I32P, POINTER(c_double), c_int, _I64P]
+    lib.msa_merge.argtypes = [c_void_p, c_int64, c_int, _I32P, _I32P, _I32P, POINTER(c_double), c_int, _I64P,
+                              POINTER(c_uint8)]
+    lib.msa_apply_list.argtypes = [c_void_p, c_int64, c_int, _I32P, _I32P, _I32P]
+    lib.msa_snapshot.argtypes = [c_void_p]
+    lib.msa_restore.restype = c_int
+    lib.msa_restore.argtypes = [c_void_p]
     lib.msa_pick.restype = c_int
     lib.msa_pick.argtypes = [c_void_p, _I32P, c_int, POINTER(c_uint64), _I32P]
     lib.msa_best_objective.restype = c_double
@@ -213,14 +216,13 @@ class Kernel:
         clog = None
         if log is not None:
             clog = _Log(len(log), 0, _p32(log.k), _p32(log.ranks), _p32(log.perm),
-                        log.round.ctypes.data_as(_I64P), log.thr.ctypes.data_as(POINTER(c_double)))
+                        log.thr.ctypes.data_as(POINTER(c_double)))
         self.lib.msa_anneal(self.handle, rounds, _p32(w), k, tries, temperature, OBJECTIVES[kind],
                             ctypes.byref(self.rng), stats.ctypes.data_as(_I64P),
                             ctypes.byref(clog) if clog is not None else None)
         if log is not None and clog is not None:
             n = clog.n
-            log.k, log.ranks, log.perm, log.round, log.thr = (log.k[:n], log.ranks[:n], log.perm[:n],
-                                                              log.round[:n], log.thr[:n])
+            log.k, log.ranks, log.perm, log.thr = log.k[:n], log.ranks[:n], log.perm[:n], log.thr[:n]
         self.rejected_early += int(stats[3])
         return int(stats[0]), int(stats[1]), int(stats[2])
 
@@ -228,15 +230,29 @@ class Kernel:
         """Whether rounds reject moves on bound.c's lower bound first (same decisions either way)."""
         self.lib.msa_use_bound(self.handle, int(on))
 
-    def merge(self, log: MoveLog, kind: str) -> tuple[int, int]:
+    def merge(self, log: MoveLog, kind: str) -> tuple[MoveLog, int]:
         """Replay workers' accepted moves on this map, each kept if its change here is within its
-        threshold (001 §5.3 update): (kept, new bests)."""
+        threshold (001 §5.3 update): (the moves kept, new bests)."""
         stats = np.zeros(2, dtype=np.int64)
+        kept = np.zeros(len(log), dtype=np.uint8)
         k, r, p = _i32(log.k), _i32(log.ranks), _i32(log.perm)
         thr = np.ascontiguousarray(log.thr, dtype=np.float64)
-        self.lib.msa_merge(self.handle, len(log), r.shape[1] if r.ndim == 2 else 0, _p32(k), _p32(r), _p32(p),
-                           thr.ctypes.data_as(POINTER(c_double)), OBJECTIVES[kind], stats.ctypes.data_as(_I64P))
-        return int(stats[0]), int(stats[1])
+        self.lib.msa_merge(self.handle, len(log), r.shape[1], _p32(k), _p32(r), _p32(p),
+                           thr.ctypes.data_as(POINTER(c_double)), OBJECTIVES[kind], stats.ctypes.data_as(_I64P),
+                           kept.ctypes.data_as(POINTER(c_uint8)))
+        return log.take(np.flatnonzero(kept)), int(stats[1])
+
+    def apply_moves(self, log: MoveLog) -> None:
+        k, r, p = _i32(log.k), _i32(log.ranks), _i32(log.perm)
+        self.lib.msa_apply_list(self.handle, len(log), r.shape[1], _p32(k), _p32(r), _p32(p))
+
+    def snapshot(self) -> None:
+        """Remember the map and its loads (one snapshot), for restore()."""
+        self.lib.msa_snapshot(self.handle)
+
+    def restore(self) -> bool:
+        """Back to the last snapshot; False if there is none to go back to."""
+        return bool(self.lib.msa_restore(self.handle))
 
     def pick(self, window: tuple[int, ...], k: int) -> npt.NDArray[np.int32]:
         """k distinct ranks (or empty slots) inside a random window: 001 §5.3 initOp."""

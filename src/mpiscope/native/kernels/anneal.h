@@ -5,6 +5,7 @@
  * bound.c   a cheap lower bound of a move's objective, to reject early
  * hopsum.c  per-rank hop sums by coordinate, for that bound
  * state.c   creating a map, reading it, single moves, the best map
+ * snapshot.c  going back to a saved map (workers)
  * search.c  random moves, the annealing loop, worker logs and their merge
  *
  * Routing is topology.py's: dimension-order, shortest way round a torus
@@ -39,6 +40,8 @@ typedef struct {
     int64_t blk0[2];            /* first block of those rings */
     const int32_t *step;        /* [cb - ca + L]: hops * 2 + direction */
     leg_t *leg;                 /* [ca * L + cb], when nb == 1 */
+    int32_t *dist;              /* [ca * L + cb]: hops, when nb == 1 */
+    int32_t *zero;              /* L zeros */
 } dim_t;
 
 /* Per node and dimension: coordinate and the two parts of the index of the
@@ -92,10 +95,11 @@ typedef struct {
     /* hopsum.c: hop sums of each rank's flows by coordinate (NULL: not kept) */
     int64_t sum_l, hoff[MSA_MAXDIM];
     int32_t *hs;
-    int64_t *hb;
+    int64_t *hb;                /* only once the hop-bytes objective asked (hopsum_bytes) */
     uint32_t *rver;             /* changes when a rank or one of its peers moves */
     cover_t *cover;
     uint64_t *peer_bits;        /* hashed peer ids of each rank */
+    struct snap_t *snap;        /* state.c: msa_snapshot */
     /* best map seen */
     int32_t *best;
     double best_obj;
@@ -124,8 +128,12 @@ void track_max_links(msa_t *h);
 void hopsum_init(msa_t *h);
 void hopsum_free(msa_t *h);
 void hopsum_fill(msa_t *h);
+void hopsum_bytes(msa_t *h);
 void hopsum_commit(msa_t *h, int k, const int32_t *ranks);
 int64_t hopsum_change(const msa_t *h, int k, const int32_t *ranks, int64_t *dhb, int64_t *old_hops);
+
+/* snapshot.c */
+void snap_free(struct snap_t *s);
 
 /* state.c */
 double objective(int kind, int64_t hop_sum, int64_t hop_bytes, int64_t maxlink);

@@ -123,6 +123,8 @@ double bound_move(msa_t *h, int k, const int32_t *ranks, const int32_t *perm, in
     mark_move(h, k, ranks, perm);
     int64_t dh, dhb = 0, old_hops = 0;
     uint32_t crossed = 0;
+    if (kind == OBJ_HOPBYTES)
+        hopsum_bytes(h);
     if (h->hs) {
         dh = hopsum_change(h, k, ranks, kind == OBJ_HOPBYTES ? &dhb : NULL, &old_hops);
         if (kind != OBJ_EVAL || dh <= 0)       /* maxlink is not needed, or cannot reject the move */

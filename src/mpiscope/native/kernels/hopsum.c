@@ -12,7 +12,9 @@
  * rank's update (degree x sum of ring lengths) stays small, the tables fit
  * in memory. A commit moves the peers' tables along.
  */
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "anneal.h"
 
@@ -21,7 +23,7 @@
 
 static inline int hops_1d(const dim_t *D, int a, int b)
 {
-    return D->leg[a * D->L + b].hops;
+    return D->dist[a * D->L + b];
 }
 
 static int64_t node_hops(const msa_t *h, int32_t a, int32_t b)
@@ -52,7 +54,7 @@ void hopsum_init(msa_t *h)
 {
     int64_t sum = 0;
     for (int d = 0; d < h->ndim; d++) {
-        if (!h->dim[d].leg)
+        if (!h->dim[d].dist)
             return;
         h->hoff[d] = sum;
         sum += h->dim[d].L;
@@ -61,7 +63,6 @@ void hopsum_init(msa_t *h)
         return;
     h->sum_l = sum;
     h->hs = calloc((size_t)(h->nranks * sum), sizeof *h->hs);
-    h->hb = calloc((size_t)(h->nranks * sum), sizeof *h->hb);
     h->rver = calloc((size_t)h->nranks, sizeof *h->rver);
     h->cover = calloc((size_t)h->nranks, sizeof *h->cover);
     h->peer_bits = calloc((size_t)h->nranks, sizeof *h->peer_bits);
@@ -79,35 +80,46 @@ void hopsum_free(msa_t *h)
     free(h->peer_bits);
 }
 
-/* Add the flow to a peer at coordinates of node p, weight w, sign s, to rank r's tables along dim d. */
-static inline void add_peer(msa_t *h, int64_t r, int d, int c, int64_t w, int s)
+/* Rank r's tables along d for a peer whose coordinate goes from a to b (a < 0: a new peer). Rows of
+ * D->dist are contiguous in x, so this vectorises. */
+static inline void move_peer(msa_t *h, int64_t r, int d, int a, int b, int64_t w)
 {
     const dim_t *D = &h->dim[d];
-    int32_t *hs = h->hs + r * h->sum_l + h->hoff[d];
-    int64_t *hb = h->hb + r * h->sum_l + h->hoff[d];
-    for (int x = 0; x < D->L; x++) {
-        const int n = s * hops_1d(D, x, c);
-        hs[x] += n;
-        hb[x] += n * w;
-    }
+    const int32_t *to = D->dist + b * D->L, *from = a < 0 ? D->zero : D->dist + a * D->L;
+    int32_t *restrict hs = h->hs + r * h->sum_l + h->hoff[d];
+    for (int x = 0; x < D->L; x++)
+        hs[x] += to[x] - from[x];
+    if (!h->hb)
+        return;
+    int64_t *restrict hb = h->hb + r * h->sum_l + h->hoff[d];
+    for (int x = 0; x < D->L; x++)
+        hb[x] += (to[x] - from[x]) * w;
 }
 
 void hopsum_fill(msa_t *h)
 {
     if (!h->hs)
         return;
-    for (int64_t i = 0; i < h->nranks * h->sum_l; i++) {
-        h->hs[i] = 0;
-        h->hb[i] = 0;
-    }
+    memset(h->hs, 0, (size_t)(h->nranks * h->sum_l) * sizeof *h->hs);
+    if (h->hb)
+        memset(h->hb, 0, (size_t)(h->nranks * h->sum_l) * sizeof *h->hb);
     for (int64_t r = 0; r < h->nranks; r++) {
         h->rver[r]++;
         for (int64_t e = h->adj_off[r]; e < h->adj_off[r + 1]; e++) {
             const int32_t p = h->rk[h->adj[e].peer].node;
             for (int d = 0; d < h->ndim; d++)
-                add_peer(h, r, d, h->nc[(int64_t)p * h->ndim + d].c, h->adj[e].w, 1);
+                move_peer(h, r, d, -1, h->nc[(int64_t)p * h->ndim + d].c, h->adj[e].w);
         }
     }
+}
+
+/* The hop-byte tables too, from now on (only the hop-bytes objective needs them). */
+void hopsum_bytes(msa_t *h)
+{
+    if (!h->hs || h->hb)
+        return;
+    h->hb = calloc((size_t)(h->nranks * h->sum_l), sizeof *h->hb);
+    hopsum_fill(h);
 }
 
 /* Before a move is committed (node = old place, newnode = new one): move the peers' tables along. */
@@ -125,10 +137,8 @@ void hopsum_commit(msa_t *h, int k, const int32_t *ranks)
             h->rver[r]++;
             for (int d = 0; d < h->ndim; d++) {
                 const int a = h->nc[(int64_t)q->node * h->ndim + d].c, b = h->nc[(int64_t)q->newnode * h->ndim + d].c;
-                if (a != b) {
-                    add_peer(h, r, d, a, h->adj[e].w, -1);
-                    add_peer(h, r, d, b, h->adj[e].w, 1);
-                }
+                if (a != b)
+                    move_peer(h, r, d, a, b, h->adj[e].w);
             }
         }
     }

@@ -55,6 +55,8 @@ int layout_init(msa_t *h, const int32_t *dims)
         D->step = step;
         step += 2 * L;
         D->leg = D->nb == 1 ? malloc((size_t)L * L * sizeof *D->leg) : NULL;
+        D->dist = D->nb == 1 ? malloc((size_t)L * L * sizeof *D->dist) : NULL;
+        D->zero = calloc((size_t)L, sizeof *D->zero);
         for (int ca = 0; D->leg && ca < L; ca++)
             for (int cb = 0; cb < L; cb++) {
                 const int v = D->step[cb - ca + L], n = v >> 1, dir = v & 1;
@@ -63,6 +65,7 @@ int layout_init(msa_t *h, const int32_t *dims)
                 for (int i = 0; i < n; i++)
                     m |= 1ULL << ((lo + i) % L);
                 D->leg[ca * L + cb] = (leg_t){m, n, (int32_t)D->blk0[dir]};
+                D->dist[ca * L + cb] = n;
             }
         for (int64_t v = 0; v < h->nnodes; v++) {
             const int64_t c = (v / stride[d]) % L;
@@ -90,8 +93,11 @@ int layout_init(msa_t *h, const int32_t *dims)
 void layout_free(msa_t *h)
 {
     free(h->steps);
-    for (int d = 0; d < h->ndim; d++)
+    for (int d = 0; d < h->ndim; d++) {
         free(h->dim[d].leg);
+        free(h->dim[d].dist);
+        free(h->dim[d].zero);
+    }
     free(h->nc);
     free(h->bstart);
     free(h->blen);

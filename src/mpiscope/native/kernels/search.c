@@ -12,7 +12,6 @@ typedef struct {
     int64_t cap, n;             /* entries available, written */
     int32_t *k;                 /* ranks moved */
     int32_t *ranks, *perm;      /* k entries each, at a stride of the k given to msa_anneal */
-    int64_t *round;             /* round of the acceptance, to interleave the workers' logs */
     double *thr;                /* accepted because delta <= thr (see msa_merge) */
 } msa_log;
 
@@ -118,14 +117,12 @@ MSA_API double msa_try_list(msa_t *h, int k, const int32_t *ranks, int tries, in
     return best_of(h, k, ranks, tries, kind, rng, perm_out);
 }
 
-static void log_move(msa_log *wl, int kstride, int k, const int32_t *ranks, const int32_t *perm, int64_t round,
-                     double thr)
+static void log_move(msa_log *wl, int kstride, int k, const int32_t *ranks, const int32_t *perm, double thr)
 {
     const int64_t i = wl->n++;
     wl->k[i] = k;
     memcpy(wl->ranks + i * kstride, ranks, (size_t)k * sizeof *ranks);
     memcpy(wl->perm + i * kstride, perm, (size_t)k * sizeof *perm);
-    wl->round[i] = round;
     wl->thr[i] = thr;
 }
 
@@ -195,7 +192,7 @@ MSA_API void msa_anneal(msa_t *h, int64_t rounds, const int32_t *win, int k, int
             stats[2]++;
         }
         if (wlog)
-            log_move(wlog, k, kk, ranks, perm, r, thr);
+            log_move(wlog, k, kk, ranks, perm, thr);
     }
 }
 
@@ -216,13 +213,14 @@ MSA_API void msa_use_bound(msa_t *h, int on)
  * here is within the threshold it was accepted with: moves of different
  * workers that do not interact get exactly the worker's decision, and one
  * that became worse through another worker's move is judged by the same
- * random draw. stats: accepted, new bests. */
+ * random draw. stats: accepted, new bests; kept[i]: whether move i was kept. */
 MSA_API void msa_merge(msa_t *h, int64_t n, int kstride, const int32_t *k, const int32_t *ranks,
-                       const int32_t *perm, const double *thr, int kind, int64_t *stats)
+                       const int32_t *perm, const double *thr, int kind, int64_t *stats, uint8_t *kept)
 {
     if (h->best_obj == INFINITY)
         h->best_obj = current_obj(h, kind);
     for (int64_t i = 0; i < n; i++) {
+        kept[i] = 0;
         if (k[i] < 2 || k[i] > MSA_MAXK)
             continue;
         const int32_t *r = ranks + i * kstride, *p = perm + i * kstride;
@@ -234,6 +232,7 @@ MSA_API void msa_merge(msa_t *h, int64_t n, int kstride, const int32_t *k, const
         if (v - now > thr[i])
             continue;
         commit(h, k[i], r, p);
+        kept[i] = 1;
         stats[0]++;
         if (v < h->best_obj) {
             offer_best(h, v);

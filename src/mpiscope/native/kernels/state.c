@@ -92,6 +92,7 @@ MSA_API void msa_free(msa_t *h)
         return;
     layout_free(h);
     hopsum_free(h);
+    snap_free(h->snap);
     void *p[] = {h->fsrc, h->fdst, h->fbytes, h->adj_off, h->adj, h->rk, h->slot_rank, h->best,
                  h->load, h->blkmax, h->bm, h->bnew, h->touched, h->piece};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
@@ -179,6 +180,14 @@ MSA_API void msa_apply(msa_t *h, int k, const int32_t *ranks, const int32_t *per
         return;
     eval_perm(h, k, ranks, perm);
     commit(h, k, ranks, perm);
+}
+
+/* Apply n moves in order (a worker replaying what the master kept). */
+MSA_API void msa_apply_list(msa_t *h, int64_t n, int kstride, const int32_t *k, const int32_t *ranks,
+                            const int32_t *perm)
+{
+    for (int64_t i = 0; i < n; i++)
+        msa_apply(h, k[i], ranks + i * kstride, perm + i * kstride);
 }
 
 MSA_API double msa_best_objective(const msa_t *h)
