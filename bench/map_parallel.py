@@ -13,6 +13,7 @@ by round, the busiest worker's (what the wall time would be with a core per proc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -29,7 +30,7 @@ from mpiscope.mapping.topology import parse_network
 
 
 def one_run(problem: parallel.Problem, params: sa.AnnealParams, workers: int, seconds: float) -> dict[str, Any]:
-    p = sa.AnnealParams(**{**params.__dict__})
+    p = dataclasses.replace(params)
     engine: sa.Engine
     if workers > 1:
         engine = parallel.ProcessEngine(problem, workers, p.window, p.num_swaps, p.seed)

@@ -42,8 +42,7 @@ typedef struct {
     uint32_t stamp;
 } mv_t;
 
-/* Branch-free: whether a block was touched before in this move is random,
- * and a mispredicted branch per piece cost more than the stores. */
+/* Branch-free: whether a block was touched before in this move is random. */
 static inline void piece_add(mv_t *restrict m, int64_t blk, uint64_t mask, int64_t w)
 {
     bmove_t *b = &m->bm[blk];
@@ -98,9 +97,10 @@ static int64_t reroute(const msa_t *restrict h, mv_t *restrict m, int32_t os, in
             const int64_t bo = (int64_t)o->blk0 + b->lo + a->hi, bn = (int64_t)n->blk0 + e->lo + c->hi;
             const uint64_t both = bo == bn ? o->mask & n->mask : 0;   /* same ring: keep the difference */
             dh += n->hops - o->hops;
-            /* an empty piece goes to the spare block, weightless (no branch) */
-            piece_add(m, o->mask != both ? bo : h->nblocks, o->mask ^ both, o->mask != both ? -w : 0);
-            piece_add(m, n->mask != both ? bn : h->nblocks, n->mask ^ both, n->mask != both ? w : 0);
+            if (o->mask != both)
+                piece_add(m, bo, o->mask ^ both, -w);
+            if (n->mask != both)
+                piece_add(m, bn, n->mask ^ both, w);
             continue;
         }
         const int vo = D->step[b->c - a->c + D->L], vn = D->step[e->c - c->c + D->L];

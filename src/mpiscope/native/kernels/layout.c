@@ -75,8 +75,8 @@ int layout_init(msa_t *h, const int32_t *dims)
         }
     }
     h->nblocks = blocks;
-    h->bstart = calloc((size_t)blocks + 1, sizeof *h->bstart);   /* + the spare block, empty */
-    h->blen = calloc((size_t)blocks + 1, sizeof *h->blen);
+    h->bstart = malloc((size_t)blocks * sizeof *h->bstart);
+    h->blen = malloc((size_t)blocks * sizeof *h->blen);
     for (int d = 0; d < nd; d++) {
         const dim_t *D = &h->dim[d];
         for (int dir = 0; dir < 2; dir++)
@@ -148,7 +148,7 @@ int64_t block_scan(const msa_t *h, int64_t b)
 void block_max_all(msa_t *h)
 {
     int64_t m = 0, c = 0;
-    for (int64_t b = 0; b <= h->nblocks; b++) {
+    for (int64_t b = 0; b < h->nblocks; b++) {
         h->blkmax[b] = block_scan(h, b);
         m = h->blkmax[b] > m ? h->blkmax[b] : m;
     }

@@ -43,7 +43,7 @@ MSA_API void msa_snapshot(msa_t *h)
     *s = (snap_t){dup(h->rk, (size_t)h->nranks * sizeof *h->rk),
                   dup(h->slot_rank, (size_t)(h->nnodes * h->rpn) * sizeof *h->slot_rank),
                   dup(h->hs, nh * sizeof *h->hs), dup(h->load, (size_t)h->nlinks * sizeof *h->load),
-                  dup(h->blkmax, (size_t)(h->nblocks + 1) * sizeof *h->blkmax), dup(h->hb, nh * sizeof *h->hb),
+                  dup(h->blkmax, (size_t)h->nblocks * sizeof *h->blkmax), dup(h->hb, nh * sizeof *h->hb),
                   h->maxlink, h->nmax, h->hop_sum, h->hop_bytes};
     h->snap = s;
 }
@@ -60,7 +60,7 @@ MSA_API int msa_restore(msa_t *h)
     put(h->hs, s->hs, nh * sizeof *h->hs);
     put(h->hb, s->hb, nh * sizeof *h->hb);
     put(h->load, s->load, (size_t)h->nlinks * sizeof *h->load);
-    put(h->blkmax, s->blkmax, (size_t)(h->nblocks + 1) * sizeof *h->blkmax);
+    put(h->blkmax, s->blkmax, (size_t)h->nblocks * sizeof *h->blkmax);
     h->maxlink = s->maxlink;
     h->nmax = s->nmax;
     h->hop_sum = s->hop_sum;

@@ -130,11 +130,10 @@ MSA_API msa_t *msa_create(int ndim, const int32_t *dims, int torus, int rpn, int
     h->slot_rank = malloc((size_t)(h->nnodes * rpn) * sizeof *h->slot_rank);
     h->best = malloc((size_t)nranks * sizeof *h->best);
     h->load = calloc((size_t)h->nlinks, sizeof *h->load);
-    /* one spare block past the last (no links) takes the empty pieces, see delta.c */
-    h->blkmax = calloc((size_t)h->nblocks + 1, sizeof *h->blkmax);
-    h->bm = calloc((size_t)h->nblocks + 1, sizeof *h->bm);
-    h->bnew = malloc((size_t)(h->nblocks + 1) * sizeof *h->bnew);
-    h->touched = malloc((size_t)(h->nblocks + 2) * sizeof *h->touched);
+    h->blkmax = calloc((size_t)h->nblocks, sizeof *h->blkmax);
+    h->bm = calloc((size_t)h->nblocks, sizeof *h->bm);
+    h->bnew = malloc((size_t)h->nblocks * sizeof *h->bnew);
+    h->touched = malloc((size_t)(h->nblocks + 1) * sizeof *h->touched);   /* piece_add writes one past */
     h->pcap = 4096;
     h->piece = malloc((size_t)h->pcap * sizeof *h->piece);
     hopsum_init(h);
