@@ -26,13 +26,15 @@
 
 enum { OBJ_EVAL = 0, OBJ_HOPBYTES = 1, OBJ_MAXLINK = 2 };
 
+/* A route along one dimension from coordinate ca to cb on a ring of <= 64
+ * links: the links it takes (bits by coordinate), their number, and the
+ * first block of the rings going its way. */
+typedef struct { uint64_t mask; int32_t hops, blk0; } leg_t;
+
 /* Links are stored ring by ring: the links leaving the nodes of one line
  * along dimension d in one direction are contiguous, indexed by the
  * coordinate of the node they leave. A route is then a few arcs of rings,
  * and a block (up to MSA_BLK links of one ring) keeps its maximum load. */
-/* A route along one dimension from coordinate ca to cb, rings of <= 64 links. */
-typedef struct { uint64_t mask; int32_t hops, blk0; } leg_t;
-
 typedef struct {
     int L;                      /* ring length */
     int nb;                     /* blocks per ring */
@@ -68,7 +70,7 @@ typedef struct {
     int32_t *steps;             /* storage of every dim_t.step */
     nodec_t *nc;                /* node * ndim + d */
     int32_t *bstart, *blen;     /* first link and length of each block */
-    int32_t *fsrc, *fdst;
+    int32_t *fsrc, *fdst;       /* the flows, for the full evaluation */
     int64_t *fbytes;
     int64_t *adj_off;           /* edges of each rank (CSR) */
     edge_t *adj;
@@ -85,8 +87,8 @@ typedef struct {
     piece_t *piece;
     int64_t npiece, pcap;
     int64_t d_hops, d_hopbytes, new_max;
+    int use_bound;              /* rounds reject on bound.c's bound first */
     /* the links at maxlink (block, bit), when there are at most MSA_TRACK; ntrack -1: not followed */
-    int use_bound;
     int ntrack;
     uint32_t track_ver;         /* changes with the tracked set */
     uint32_t track_dims;        /* dimensions of the tracked links (bits) */
@@ -99,7 +101,7 @@ typedef struct {
     uint32_t *rver;             /* changes when a rank or one of its peers moves */
     cover_t *cover;
     uint64_t *peer_bits;        /* hashed peer ids of each rank */
-    struct snap_t *snap;        /* state.c: msa_snapshot */
+    struct snap_t *snap;        /* snapshot.c: msa_snapshot */
     /* best map seen */
     int32_t *best;
     double best_obj;

@@ -1,8 +1,9 @@
 /* A lower bound of a move's objective from hop counts alone, so that the
  * annealing loop rejects most moves without their link loads.
  *
- * The hop sum and hop-bytes of a move are exact and cheap (a table look-up
- * per flow and dimension); maxlink is what costs (delta.c). But maxlink
+ * The hop sum and hop-bytes of a move are exact and cheap (a few look-ups
+ * per moved rank and dimension, hopsum.c); maxlink is what costs (delta.c),
+ * measured 5 us against 0.3 us for 4096-rank Bruck. But maxlink
  * cannot fall while one link at the maximum has no flow leaving it, and it
  * never falls below 0, so: new maxlink >= M if some link at M lies on no
  * old route of a moved flow, else >= 0. With eval = hops x maxlink, a move
