@@ -101,8 +101,11 @@ def test_resume_continues_from_the_saved_state(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_keeps_the_best_map(tmp_path: Path) -> None:
+    # Steps long enough that the schedule cannot end before the signal (the kernel decides millions of
+    # moves a second).
     proc = subprocess.Popen([sys.executable, "-m", "mpiscope", "map", "--network", "torus:8x8x8", "--pattern",
-                             "bruck:512", "--out", str(tmp_path / "int"), "--json", str(tmp_path / "int.json")],
+                             "bruck:512", "--rounds-per-step", "10000000", "--out", str(tmp_path / "int"),
+                             "--json", str(tmp_path / "int.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.monotonic() + 60
     time.sleep(6)                      # past BISEM, into the annealing
