@@ -2,11 +2,11 @@
 
 The only module that imports mpi4py. For mapping it runs 001 §5.3's OPTIM
 master/worker scheme with rounds long enough to pay for their messages
-(measured: a round trip through a pipe costs about 1 ms, while a move is
-evaluated in about a microsecond). In each round the master sends every
-worker the current map and its share of the swap candidates (as the seed of
-a candidate stream: listing 10^5 windows would cost more than evaluating
-them); each worker anneals its copy of the map through `rounds` candidates
+(a round trip through a pipe costs about 1 ms, while a move is decided in
+about a microsecond). In each round the master sends every worker the
+current map (or the moves it kept since the last round) and its share of the
+swap candidates (as the seed of a candidate stream: listing 10^5 windows
+would cost more than evaluating them); each worker anneals its copy of the map through `rounds` candidates
 at the master's temperature (C kernel) and returns the moves it accepted,
 each with the threshold of its Metropolis draw. The master replays the
 workers' moves on its own map, the best chain first, and keeps those whose
@@ -37,7 +37,7 @@ IntArray = npt.NDArray[np.int64]
 _released = False          # MPI workers told to stop (each may be told once)
 # A round as a worker sees it: where to start (the map, or the moves the master kept since the
 # worker's snapshot), rounds, temperature, seed of its candidates.
-Round = tuple[npt.NDArray[np.int32] | MoveLog, int, float, int]
+Round = tuple["IntArray | MoveLog", int, float, int]
 # What a worker returns: moves evaluated, the moves it accepted, the objective it reached, its CPU time.
 Result = tuple[int, MoveLog, float, float]
 
@@ -73,10 +73,12 @@ REPLAY_MAX = 1000
 def _serve(k: Kernel, problem: Problem, moves: Moves, msg: Round) -> Result:
     cpu = time.process_time()
     start, rounds, temperature, seed = msg
-    if isinstance(start, MoveLog) and k.restore():
+    if isinstance(start, MoveLog):
+        if not k.restore():
+            raise RuntimeError("a worker was sent moves before any map")   # the master always sends a map first
         k.apply_moves(start)
     else:
-        k.set_map(np.asarray(start))
+        k.set_map(start)
     k.snapshot()
     k.rng.value = seed
     log = MoveLog.empty(rounds, moves.num_swaps)
@@ -108,11 +110,11 @@ class _Master:
         self.worker_cpu_s = 0.0               # the busiest worker's CPU time, summed over rounds
 
     def round(self, rounds: int, temperature: float, workers: int, exchange: Any) -> tuple[int, int, int]:
-        start: npt.NDArray[np.int32] | MoveLog
+        start: IntArray | MoveLog
         if self.kept is not None and len(self.kept) <= REPLAY_MAX:
             start = self.kept
         else:
-            start = self.kernel.map(slots=True).astype(np.int32)
+            start = self.kernel.map(slots=True)
         msgs = [(start, rounds, temperature, self.rng.getrandbits(64) or 1) for _ in range(workers)]
         results: list[Result] = exchange(msgs)
         # The chain that got furthest first, whole, then what of the others still helps. Interleaving

@@ -34,7 +34,7 @@ def test_one_worker_log_replays_exactly(ranks_per_node: int) -> None:
     problem, moves = setup(ranks_per_node)
     master, worker = problem.kernel(1), problem.kernel(2)
     t = master.objective("eval") * 1e-3
-    _, log, obj, _ = parallel._serve(worker, problem, moves, (master.map(slots=True).astype(np.int32), 5000, t, 7))
+    _, log, obj, _ = parallel._serve(worker, problem, moves, (master.map(slots=True), 5000, t, 7))
     kept, _ = master.merge(log, "eval")
     assert len(log) > 0 and len(kept) == len(log)            # the same map: every move judged the same
     assert np.array_equal(master.map(), worker.map()) and master.objective("eval") == obj
@@ -44,7 +44,7 @@ def test_workers_follow_the_master_by_snapshot_and_replay() -> None:
     problem, moves = setup()
     master, workers = problem.kernel(1), [problem.kernel(2), problem.kernel(3)]
     t = master.objective("eval") * 1e-2
-    start: np.ndarray | MoveLog = master.map(slots=True).astype(np.int32)
+    start: np.ndarray | MoveLog = master.map(slots=True)
     for r in range(4):
         results = [parallel._serve(w, problem, moves, (start, 3000, t, 11 + 2 * r + i)) for i, w in enumerate(workers)]
         results.sort(key=lambda x: x[2])

@@ -52,7 +52,7 @@ MSA_API void msa_snapshot(msa_t *h)
 MSA_API int msa_restore(msa_t *h)
 {
     const snap_t *s = h->snap;
-    if (!s || (h->hb && !s->hb))
+    if (!s)
         return 0;
     const size_t nh = h->hs ? (size_t)(h->nranks * h->sum_l) : 0;
     put(h->rk, s->rk, (size_t)h->nranks * sizeof *h->rk);
@@ -65,6 +65,8 @@ MSA_API int msa_restore(msa_t *h)
     h->nmax = s->nmax;
     h->hop_sum = s->hop_sum;
     h->hop_bytes = s->hop_bytes;
+    if (h->hb && !s->hb)
+        hopsum_fill(h);                     /* hop-byte tables begun after the snapshot */
     track_max_links(h);                     /* a new tracked set: no cached crossing of the map left behind counts */
     return 1;
 }
