@@ -82,8 +82,6 @@ def _lib() -> ctypes.CDLL:
     lib.msa_get_loads.argtypes = [c_void_p, POINTER(c_int64)]
     lib.msa_eval.argtypes = [c_void_p, c_int, _I32P, _I32P, POINTER(_Metrics)]
     lib.msa_apply.argtypes = [c_void_p, c_int, _I32P, _I32P]
-    lib.msa_try_list.restype = c_double
-    lib.msa_try_list.argtypes = [c_void_p, c_int, _I32P, c_int, c_int, POINTER(c_uint64), _I32P]
     lib.msa_anneal.argtypes = [c_void_p, c_int64, _I32P, c_int, c_int, c_double, c_int, POINTER(c_uint64),
                                _I64P, POINTER(_Log)]
     lib.msa_use_bound.argtypes = [c_void_p, c_int]
@@ -95,8 +93,6 @@ def _lib() -> ctypes.CDLL:
     lib.msa_snapshot.argtypes = [c_void_p]
     lib.msa_restore.restype = c_int
     lib.msa_restore.argtypes = [c_void_p]
-    lib.msa_pick.restype = c_int
-    lib.msa_pick.argtypes = [c_void_p, _I32P, c_int, POINTER(c_uint64), _I32P]
     lib.msa_best_objective.restype = c_double
     lib.msa_best_objective.argtypes = [c_void_p]
     lib.msa_offer_best.argtypes = [c_void_p, c_int]
@@ -198,14 +194,6 @@ class Kernel:
         r, p = _i32(ranks), _i32(perm)
         self.lib.msa_apply(self.handle, r.size, _p32(r), _p32(p))
 
-    def try_list(self, ranks: npt.ArrayLike, tries: int, kind: str) -> tuple[float, npt.NDArray[np.int32]]:
-        """Best of `tries` random permutations of the listed ranks: (objective, perm)."""
-        r = _i32(ranks)
-        perm = np.arange(r.size, dtype=np.int32)
-        v = self.lib.msa_try_list(self.handle, r.size, _p32(r), tries, OBJECTIVES[kind], ctypes.byref(self.rng),
-                                  _p32(perm))
-        return float(v), perm
-
     def anneal(self, rounds: int, window: tuple[int, ...], k: int, tries: int, temperature: float,
                kind: str, log: MoveLog | None = None) -> tuple[int, int, int]:
         """`rounds` SA rounds in C: (moves evaluated, accepted, new bests). With a log (as long as
@@ -253,13 +241,6 @@ class Kernel:
     def restore(self) -> bool:
         """Back to the last snapshot; False if there is none to go back to."""
         return bool(self.lib.msa_restore(self.handle))
-
-    def pick(self, window: tuple[int, ...], k: int) -> npt.NDArray[np.int32]:
-        """k distinct ranks (or empty slots) inside a random window: 001 §5.3 initOp."""
-        out = np.empty(k, dtype=np.int32)
-        w = _i32(window)
-        n = self.lib.msa_pick(self.handle, _p32(w), k, ctypes.byref(self.rng), _p32(out))
-        return out[:n]
 
     def best_objective(self) -> float:
         """Objective of the best map msa_anneal/offer_best has seen (inf before any)."""

@@ -106,17 +106,6 @@ static double best_of(msa_t *h, int k, const int32_t *ranks, int tries, int kind
     return best;
 }
 
-/* A worker's share of one round (001 §5.3): `tries` random permutations of
- * the listed ranks from the current map; the best one goes to perm_out.
- * Returns its objective (the current one if there is nothing to try). */
-MSA_API double msa_try_list(msa_t *h, int k, const int32_t *ranks, int tries, int kind, uint64_t *rng,
-                            int32_t *perm_out)
-{
-    if (k < 2 || k > MSA_MAXK || tries < 1)
-        return current_obj(h, kind);
-    return best_of(h, k, ranks, tries, kind, rng, perm_out);
-}
-
 static void log_move(msa_log *wl, int kstride, int k, const int32_t *ranks, const int32_t *perm, double thr)
 {
     const int64_t i = wl->n++;
@@ -239,12 +228,6 @@ MSA_API void msa_merge(msa_t *h, int64_t n, int kstride, const int32_t *k, const
             stats[1]++;
         }
     }
-}
-
-/* initOp alone (001 §5.3). */
-MSA_API int msa_pick(msa_t *h, const int32_t *win, int k, uint64_t *rng, int32_t *ranks)
-{
-    return pick_window(h, win, k > MSA_MAXK ? MSA_MAXK : k, rng, ranks);
 }
 
 /* Objective and maxlink changes of n random moves from the current map, not applied (to set T0). */
