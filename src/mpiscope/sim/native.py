@@ -45,7 +45,7 @@ def s4u_driver() -> Path:
     source = native_source_dir() / "sim" / "pattern_sim.cpp"
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if not cxx:
-        raise SimError(f"no C++ compiler found to build the SimGrid driver; install one: apt-get install g++")
+        raise SimError("no C++ compiler found to build the SimGrid driver; install one: apt-get install g++")
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "simgrid"], capture_output=True, text=True,
                            check=False).stdout.split()
     key = hashlib.sha256(source.read_bytes() + "\0".join([cxx, version, *flags]).encode()).hexdigest()[:16]

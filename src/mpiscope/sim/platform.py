@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import reduce
 from operator import mul
 
@@ -34,7 +35,7 @@ _BANDWIDTH = {"Bps": 1.0, "kBps": 1e3, "KBps": 1e3, "MBps": 1e6, "GBps": 1e9, "T
               "Tbps": 1e12 / 8}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
 _SPEED = {"f": 1.0, "kf": 1e3, "Kf": 1e3, "Mf": 1e6, "Gf": 1e9, "Tf": 1e12, "Pf": 1e15}
-_UNITS = {"bandwidth": _BANDWIDTH, "latency": _TIME, "node speed": _SPEED}
+_UNITS = {"bandwidth": _BANDWIDTH, "latency": _TIME, "precision": _TIME, "node speed": _SPEED}
 
 
 def parse_quantity(text: str, what: str) -> float:
@@ -45,14 +46,15 @@ def parse_quantity(text: str, what: str) -> float:
     if not m or (unit and unit not in units):
         raise UsageError(f"{what} {text!r} is not understood; give a number with one of the units "
                          f"{', '.join(units)} (e.g. {_example(what)})")
-    value = float(m.group(1)) * (units[unit] if unit else 1.0)
-    if not math.isfinite(value) or value < 0 or (value == 0 and what != "latency"):
+    # Decimal keeps '120ns' at exactly 1.2e-07 (120 * 1e-9 in floats is 1.2000000000000002e-07).
+    value = float(Decimal(m.group(1)) * Decimal(repr(units[unit] if unit else 1.0)))
+    if not math.isfinite(value) or (value == 0 and what != "latency"):
         raise UsageError(f"{what} {text!r} must be positive; give e.g. {_example(what)}")
     return value
 
 
 def _example(what: str) -> str:
-    return {"bandwidth": "5GBps", "latency": "120ns", "node speed": "1Gf"}[what]
+    return {"bandwidth": "5GBps", "latency": "120ns", "precision": "1ns", "node speed": "1Gf"}[what]
 
 
 @dataclass(frozen=True)
@@ -137,24 +139,40 @@ class Platform:
             "</platform>\n")
 
     def node_coords(self, host: int) -> tuple[int, ...]:
+        """Coordinates of a host in SimGrid's grid (on a mesh, inside the box they are the node's)."""
         coords, rest = [], host
         for cd in self.grid:
             coords.append(rest % cd)
             rest //= cd
         return tuple(coords)
 
-    def link_label(self, name: str) -> str:
-        """'c_link_from_17_to_18_UP' -> '(1,1,0) x+' : the node a link leaves and its direction."""
+    def link_place(self, name: str) -> tuple[int, int, int] | None:
+        """'c_link_from_5_to_6_UP' -> (node the link leaves, dimension, 0 for + / 1 for -), the mapping
+        metrics' link numbering; None for links outside a torus or mesh (loopback, fat-tree)."""
         m = re.fullmatch(rf"{CLUSTER_ID}_link_from_(\d+)_to_(\d+)_(UP|DOWN)", name)
         if self.kind == "fat-tree" or not m:
+            return None
+        a, b = self.node_coords(int(m.group(1))), self.node_coords(int(m.group(2)))
+        dim = next(i for i, (p, q) in enumerate(zip(a, b)) if p != q)
+        # TorusZone: _UP carries a -> b (b is a's + neighbour), _DOWN carries b -> a.
+        start, way = (a, 0) if m.group(3) == "UP" else (b, 1)
+        node, stride = 0, 1
+        for c, d in zip(start, self.dims):
+            node, stride = node + c * stride, stride * d
+        return node, dim, way
+
+    def link_label(self, name: str) -> str:
+        """'c_link_from_17_to_18_UP' -> '(1,1,0) x+': the node a link leaves and its direction."""
+        place = self.link_place(name)
+        if place is None:
             return name
-        a, b, way = int(m.group(1)), int(m.group(2)), m.group(3)
-        ca, cb = self.node_coords(a), self.node_coords(b)
-        dim = next(i for i, (p, q) in enumerate(zip(ca, cb)) if p != q)
-        # TorusZone: _UP carries a -> b (the + neighbour), _DOWN carries b -> a.
-        start = ca if way == "UP" else cb
+        node, dim, way = place
+        coords, rest = [], node
+        for d in self.dims:
+            coords.append(rest % d)
+            rest //= d
         axis = AXES[dim] if len(self.dims) <= len(AXES) else f"d{dim}"
-        return f"({','.join(map(str, start))}) {axis}{'+' if way == 'UP' else '-'}"
+        return f"({','.join(map(str, coords))}) {axis}{'+-'[way]}"
 
     def routing(self) -> str:
         """Where SimGrid's routes differ from the mapping metrics' (dimension order, ties toward +)."""

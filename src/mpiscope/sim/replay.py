@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import polars as pl
 
 from mpiscope.errors import SimError
+from mpiscope.mapping.patterns import Pattern
 from mpiscope.trace import Trace
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
@@ -51,14 +51,6 @@ NOT_REPLAYED = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "M
                 "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate")
 
 
-class PatternLike(Protocol):
-    name: str
-    nranks: int
-    src: np.ndarray
-    dst: np.ndarray
-    bytes: np.ndarray
-    step: np.ndarray
-
 
 @dataclass(frozen=True)
 class Actions:
@@ -74,11 +66,11 @@ class Actions:
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "comms.txt").write_text("".join(line + "\n" for line in self.comms))
-        buf = max(int(self.lines["buffer"].max() or 0), 1)
+        buf = max(int(self.lines.select(pl.col("buffer").max()).item() or 0), 1)
         per_rank = {int(k[0]): part for k, part in self.lines.partition_by("rank", as_dict=True).items()}
         for rank in range(self.nranks):
             part = per_rank.get(rank)
-            slots = int(part["slot"].max() or 0) + 1 if part is not None else 0
+            slots = int(part.select(pl.col("slot").max()).item() or 0) + 1 if part is not None else 0
             body = "\n".join(part["text"].to_list()) + "\n" if part is not None else ""
             (directory / f"{rank}.txt").write_text(f"slots {slots} sendbytes {buf} recvbytes {buf}\n{body}")
 
@@ -124,7 +116,7 @@ def _channel_tags(m: pl.DataFrame, order: str) -> pl.DataFrame:
         tag=(pl.int_range(pl.len(), dtype=pl.Int64).over(["src", "dst"], order_by=order) % MAX_TAG))
 
 
-def pattern_actions(pattern: PatternLike, steps: bool) -> Actions:
+def pattern_actions(pattern: Pattern, steps: bool) -> Actions:
     """All messages posted at once and waited for together (one-step), or step after step."""
     step = np.asarray(pattern.step, dtype=np.int64) if steps else np.zeros(len(pattern.src), dtype=np.int64)
     m = pl.DataFrame({"src": np.asarray(pattern.src, dtype=np.int32), "dst": np.asarray(pattern.dst, dtype=np.int32),

@@ -57,7 +57,7 @@ class SimResult:
         b = self.links.bytes
         bw_time = self.platform.bandwidth_Bps * self.simulated_time_s
         return {
-            "links_used": int(len(b)),
+            "links_used": len(b),
             "max_bytes": float(b.max()) if len(b) else 0.0,
             "mean_bytes": float(b.mean()) if len(b) else 0.0,
             # Busy share of the busiest link over the simulated time, at full bandwidth.

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mpiscope import output
 
@@ -38,14 +40,17 @@ def run_simulator(cmd: list[str], description: str, total: float | None = None,
     """Run `cmd`; `on_line(line, bar)` may consume a stderr line (e.g. a progress report)."""
     log.info("running %s", " ".join(cmd))
     tail: deque[str] = deque(maxlen=40)
+    lines: queue.Queue[str | None] = queue.Queue()
     start = time.perf_counter()
     with tempfile.TemporaryFile(mode="w+") as out, output.progress(description, total=total) as bar:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True, cwd=cwd,
                                 start_new_session=True)
+        threading.Thread(target=_pump, args=(proc.stderr, lines), daemon=True).start()
         try:
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                if on_line is None or not on_line(line, bar):
+            # The main thread never blocks in a read: Ctrl-C may be delivered to another thread
+            # (numpy's), and only a main thread that runs Python code turns it into KeyboardInterrupt.
+            while (line := _next_line(lines)) is not None:
+                if line and (on_line is None or not on_line(line, bar)):
                     tail.append(line.rstrip("\n"))
             proc.wait()
         except BaseException:
@@ -53,6 +58,21 @@ def run_simulator(cmd: list[str], description: str, total: float | None = None,
             raise
         out.seek(0)
         return Finished(proc.returncode, out.read(), list(tail), time.perf_counter() - start)
+
+
+def _pump(stream: IO[str] | None, lines: queue.Queue[str | None]) -> None:
+    if stream is not None:
+        for line in stream:
+            lines.put(line)
+    lines.put(None)
+
+
+def _next_line(lines: queue.Queue[str | None]) -> str | None:
+    """The next stderr line, '' after a quiet 0.2 s, None at the end of the stream."""
+    try:
+        return lines.get(timeout=0.2)
+    except queue.Empty:
+        return ""
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from mpiscope.errors import SimError
+from mpiscope.mapping.patterns import Pattern
 from mpiscope.sim.native import s4u_driver
 from mpiscope.sim.platform import Platform
 from mpiscope.sim.result import LinkLoads, SimResult
@@ -28,23 +29,15 @@ MSG_DTYPE = np.dtype([("src", "<i4"), ("dst", "<i4"), ("step", "<i4"), ("pad", "
 # parameters as given (5 GB/s, 120 ns). Cross-traffic (TCP acknowledgements on
 # the reverse route) is off: a torus link layer has none.
 MODELS: dict[str, tuple[str, list[str]]] = {
-    "CM02": ("SimGrid CM02: max-min fair sharing of link bandwidth, route latency, no TCP factors, "
-             "no cross-traffic", ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"]),
-    "LV08": ("SimGrid LV08: max-min sharing with TCP factors (latency x13.01, bandwidth x0.97) and "
-             "cross-traffic", ["--cfg=network/model:LV08"]),
+    "CM02": (("SimGrid CM02: max-min fair sharing of link bandwidth, route latency, no TCP factors, "
+             "no cross-traffic"), ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"]),
+    "LV08": (("SimGrid LV08: max-min sharing with TCP factors (latency x13.01, bandwidth x0.97) and "
+             "cross-traffic"), ["--cfg=network/model:LV08"]),
 }
 
 
-class PatternLike(Protocol):
-    name: str
-    nranks: int
-    src: np.ndarray
-    dst: np.ndarray
-    bytes: np.ndarray
-    step: np.ndarray
 
-
-def messages_on_hosts(platform: Platform, pattern: PatternLike, node_of_rank: np.ndarray) -> np.ndarray:
+def messages_on_hosts(platform: Platform, pattern: Pattern, node_of_rank: np.ndarray) -> np.ndarray:
     """The pattern's messages as driver records, ranks replaced by the hosts the map puts them on."""
     host = platform.host_of_node(node_of_rank)
     rec = np.zeros(len(pattern.src), dtype=MSG_DTYPE)
@@ -55,8 +48,18 @@ def messages_on_hosts(platform: Platform, pattern: PatternLike, node_of_rank: np
     return rec
 
 
-def run_pattern(platform: Platform, pattern: PatternLike, node_of_rank: np.ndarray, map_name: str,
-                steps: bool = False, model: str = "CM02") -> SimResult:
+def time_precision(platform: Platform, precision_s: float | None) -> float:
+    """SimGrid's event-time precision: completions closer than this are processed together.
+
+    SimGrid warns when a link latency is below it, so its default here is the link latency: far
+    fewer solver runs than SimGrid's 1 ns on irregular maps (a 512-rank Bruck on an annealed map:
+    27 s -> 4 s of CPU), for a change of the simulated time below 1e-4 (bench/sim_scale.py).
+    """
+    return precision_s if precision_s is not None else (platform.latency_s or 1e-9)
+
+
+def run_pattern(platform: Platform, pattern: Pattern, node_of_rank: np.ndarray, map_name: str,
+                steps: bool = False, model: str = "CM02", precision_s: float | None = None) -> SimResult:
     """Simulate the pattern on the platform with the map; one-step unless `steps`."""
     if len(pattern.src) == 0:
         raise SimError(f"pattern {pattern.name} has no messages; give a pattern that communicates")
@@ -66,8 +69,9 @@ def run_pattern(platform: Platform, pattern: PatternLike, node_of_rank: np.ndarr
         work = Path(tmp)
         (work / "platform.xml").write_text(platform.xml())
         rec.tofile(work / "messages.bin")
+        precision = f"--cfg=surf/precision:{time_precision(platform, precision_s)!r}"
         cmd = [str(driver), str(work / "platform.xml"), str(work / "messages.bin"), str(work / "out.tsv"),
-               *(["--steps"] if steps else []), *MODELS[model][1], "--log=root.thres:warning"]
+               *(["--steps"] if steps else []), *MODELS[model][1], precision, "--log=root.thres:warning"]
         done = run_simulator(cmd, f"simulating {pattern.name} (S4U)", total=float(len(rec)),
                              on_line=_progress)
         if done.returncode != 0 or not (work / "out.tsv").is_file():
@@ -80,7 +84,8 @@ def run_pattern(platform: Platform, pattern: PatternLike, node_of_rank: np.ndarr
         model=MODELS[model][0], simulated_time_s=sim_time, wall_s=done.wall_s, messages=len(rec),
         bytes_total=float(rec["bytes"].sum()), step_end_s=step_end, links=links,
         tie_messages=platform.tie_messages(src_node, dst_node),
-        extra={"mode": "steps" if steps else "one-step"})
+        extra={"mode": "steps" if steps else "one-step",
+               "time_precision_s": time_precision(platform, precision_s)})
 
 
 def _progress(line: str, bar: Any) -> bool:

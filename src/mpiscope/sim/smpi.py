@@ -21,19 +21,20 @@ from mpiscope.sim.platform import Platform
 from mpiscope.sim.replay import Actions
 from mpiscope.sim.result import LinkLoads, SimResult
 from mpiscope.sim.runner import Finished, first_error, run_simulator
-from mpiscope.sim.s4u import MODELS
+from mpiscope.sim.s4u import MODELS, time_precision
 
 SMPI_MODEL = ("SimGrid SMPI: piecewise bandwidth and latency factors calibrated on a real MPI cluster",
               ["--cfg=network/model:SMPI"])
 
 
 def _smpirun(platform: Platform, node_of_rank: np.ndarray, model: str, program: list[str], work: Path,
-             description: str, extra_cfg: list[str]) -> Finished:
+             description: str, extra_cfg: list[str], precision_s: float | None) -> Finished:
     (work / "platform.xml").write_text(platform.xml())
     (work / "hosts.txt").write_text("".join(f"{h}\n" for h in platform.host_names(node_of_rank)))
     flags = SMPI_MODEL[1] if model == "SMPI" else MODELS[model][1]
+    precision = f"--cfg=surf/precision:{time_precision(platform, precision_s)!r}"
     cmd = [smpi_tool("smpirun"), "-np", str(len(node_of_rank)), "-platform", str(work / "platform.xml"),
-           "-hostfile", str(work / "hosts.txt"), *flags, *extra_cfg, "--cfg=smpi/display-timing:yes",
+           "-hostfile", str(work / "hosts.txt"), *flags, *extra_cfg, precision, "--cfg=smpi/display-timing:yes",
            "--log=root.thres:warning", "--log=smpi_utils.thres:info", *program]
     return run_simulator(cmd, description, cwd=work)
 
@@ -43,7 +44,7 @@ def model_name(model: str) -> str:
 
 
 def run_actions(platform: Platform, actions: Actions, node_of_rank: np.ndarray, map_name: str, what: str,
-                model: str = "CM02") -> SimResult:
+                model: str = "CM02", precision_s: float | None = None) -> SimResult:
     """Replay action lists (from a trace or a pattern) with replay.c under smpirun."""
     program = replay_program()
     with tempfile.TemporaryDirectory(prefix="mpiscope-smpi-") as tmp:
@@ -51,7 +52,7 @@ def run_actions(platform: Platform, actions: Actions, node_of_rank: np.ndarray, 
         actions.write(work / "actions")
         done = _smpirun(platform, node_of_rank, model, [str(program), str(work / "actions"), "--link-loads"],
                         work, f"simulating {what} (SMPI)",
-                        ["--cfg=smpi/simulate-computation:no", "--cfg=plugin:link_load"])
+                        ["--cfg=smpi/simulate-computation:no", "--cfg=plugin:link_load"], precision_s)
     values = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line and not line.startswith("link "))
     if done.returncode != 0 or "simulated_time_s" not in values:
         raise SimError(f"the SMPI replay of {what} failed ({first_error(done.stderr_tail)}); "
@@ -62,18 +63,19 @@ def run_actions(platform: Platform, actions: Actions, node_of_rank: np.ndarray, 
         engine="smpi", what=what, platform=platform, map_name=map_name, model=model_name(model),
         simulated_time_s=float(values["simulated_time_s"]), wall_s=done.wall_s,
         messages=int(values["messages"]), bytes_total=float(values["bytes"]), links=loads,
-        notes=actions.notes, extra={"messages_in_input": actions.messages, "bytes_in_input": actions.bytes})
+        notes=actions.notes, extra={"messages_in_input": actions.messages, "bytes_in_input": actions.bytes,
+                                    "time_precision_s": time_precision(platform, precision_s)})
 
 
 def run_program(platform: Platform, source: Path, args: list[str], node_of_rank: np.ndarray, map_name: str,
-                model: str = "CM02", measure_compute: bool = False) -> SimResult:
+                model: str = "CM02", measure_compute: bool = False, precision_s: float | None = None) -> SimResult:
     """Build a C MPI program with smpicc and run it under smpirun; its stdout is kept in the result."""
     binary = smpi_program(source)
     compute = (["--cfg=smpi/simulate-computation:yes", f"--cfg=smpi/host-speed:{platform.speed_flops!r}f"]
                if measure_compute else ["--cfg=smpi/simulate-computation:no"])
     with tempfile.TemporaryDirectory(prefix="mpiscope-smpi-") as tmp:
         done = _smpirun(platform, node_of_rank, model, [str(binary), *args], Path(tmp),
-                        f"simulating {source.name} (SMPI)", compute)
+                        f"simulating {source.name} (SMPI)", compute, precision_s)
     # SMPI prints "[t] [smpi_utils/INFO] Simulated time: 0.00123 seconds." at the end of a run.
     found = [re.search(r"Simulated time: ([0-9.eE+-]+) seconds", line) for line in done.stderr_tail]
     times = [float(m.group(1)) for m in found if m]
@@ -83,4 +85,6 @@ def run_program(platform: Platform, source: Path, args: list[str], node_of_rank:
     return SimResult(
         engine="smpi", what=f"program {source.name}", platform=platform, map_name=map_name,
         model=model_name(model), simulated_time_s=times[-1], wall_s=done.wall_s, messages=None, bytes_total=None,
-        extra={"program_stdout": done.stdout, "measure_compute": measure_compute})
+        extra={"program_stdout": done.stdout, "measure_compute": measure_compute,
+               "time_precision_s": time_precision(platform, precision_s)})
+

@@ -145,9 +145,7 @@ void report_progress()
   using clock = std::chrono::steady_clock;
   static clock::time_point last = clock::now();
   run_state.done++;
-  if ((run_state.done & 255) != 0 && run_state.done != run_state.msgs.size())
-    return;
-  clock::time_point now = clock::now();
+  clock::time_point now = clock::now();  // ~20 ns, nothing beside a solver step
   if (now - last < std::chrono::milliseconds(250) && run_state.done != run_state.msgs.size())
     return;
   last = now;
