@@ -89,7 +89,8 @@ def test_s4u_and_smpi_agree_in_ordering() -> None:
     assert s4u[0] < s4u[1]
     pattern = parse_pattern("bruck:64")
     for r in smpi:
-        assert r["engine"] == "smpi" and r["messages"] == len(pattern.src) and r["bytes"] == pattern.total_bytes
+        assert r["engine"] == "smpi" and r["messages"] == len(pattern.src)
+        assert r["bytes"] == pattern.total_bytes
 
 
 def test_steps_wait_for_each_other() -> None:
@@ -153,7 +154,8 @@ def test_map_verify_simulates_identity_and_result(tmp_path: Path) -> None:
     # The simulation is deterministic: `mpiscope sim` with the written map gives the same time.
     again = sim("--network", "torus:4x4x4", "--pattern", "bruck:64", "--map", str(tmp_path / "m.csv"))
     assert again["simulated_time_s"] == v["optimised_time_s"]
-    assert v["identity_time_s"] == sim("--network", "torus:4x4x4", "--pattern", "bruck:64")["simulated_time_s"]
+    ident = sim("--network", "torus:4x4x4", "--pattern", "bruck:64")
+    assert v["identity_time_s"] == ident["simulated_time_s"]
 
 
 def test_fat_tree_runs() -> None:
@@ -176,7 +178,8 @@ def test_bad_input_is_one_sentence(tmp_path: Path) -> None:
 def test_interrupt_stops_the_simulator(tmp_path: Path) -> None:
     env = dict(os.environ, TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "mpiscope", "sim", "--network", "torus:8x8x8", "--pattern",
-                             "bruck:512", "--map", "random:1", "--precision", "1ns", "--json", str(tmp_path / "r.json")],
+                             "bruck:512", "--map", "random:1", "--precision", "1ns",
+                             "--json", str(tmp_path / "r.json")],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not _simulators(tmp_path) and time.monotonic() < deadline:

@@ -24,8 +24,8 @@ def test_quantities_in_simgrid_units(text: str, what: str, value: float) -> None
     assert parse_quantity(text, what) == value
 
 
-@pytest.mark.parametrize("text,what", [("5 furlongs", "bandwidth"), ("0GBps", "bandwidth"), ("-1ns", "latency"),
-                                       ("fast", "node speed")])
+@pytest.mark.parametrize("text,what", [("5 furlongs", "bandwidth"), ("0GBps", "bandwidth"),
+                                       ("-1ns", "latency"), ("fast", "node speed")])
 def test_bad_quantities_say_which_units(text: str, what: str) -> None:
     with pytest.raises(UsageError, match="e.g."):
         parse_quantity(text, what)

@@ -1,6 +1,6 @@
 """Simulate a pattern, a recorded trace or an MPI C program on a modelled torus, mesh or fat-tree (SimGrid).
 
-  mpiscope sim --network torus:16x16x16 --bandwidth 5GBps --latency 120ns --pattern bruck:4096 --map identity --json -
+  mpiscope sim --network torus:16x16x16 --bandwidth 5GBps --latency 120ns --pattern bruck:4096 --json -
   mpiscope sim --network torus:16x16x16 --pattern bruck:4096 --map tng.csv --steps
   mpiscope sim --network mesh:4x4 --trace trace-dir --map random:3
   mpiscope sim --network torus:4x4x4 --ranks 64 -- ./app.c arg1 arg2
@@ -32,17 +32,20 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
                      help="torus:16x16x16, mesh:8x8, or SimGrid's fat-tree:LEVELS;DOWN;UP;COUNT "
                           "(e.g. 'fat-tree:2;4,4;1,2;1,2')")
     net.add_argument("--ranks-per-node", type=int, default=1, metavar="K")
-    net.add_argument("--bandwidth", default="5GBps", help="per link and direction (default 5GBps, as 001 §7.2)")
+    net.add_argument("--bandwidth", default="5GBps", help="per link and direction (default 5GBps, 001 §7.2)")
     net.add_argument("--latency", default="120ns", help="per link (default 120ns, as 001 §7.2)")
     net.add_argument("--node-speed", default="1Gf",
-                     help="host speed; a trace's compute gaps count as 1 Gflop per recorded second (default 1Gf)")
+                     help="host speed; a trace's compute gaps count as 1 Gflop per recorded second "
+                          "(default 1Gf)")
     net.add_argument("--map", default="identity",
-                     help="identity (x,y,z order), random[:SEED], or a rank,node,coords CSV from mpiscope map")
+                     help="identity (x,y,z order), random[:SEED], or a rank,node,coords CSV from "
+                          "mpiscope map")
     net.add_argument("--model", choices=["CM02", "LV08", "SMPI"], default="CM02",
-                     help="SimGrid network model (default CM02: plain max-min flows; SMPI: only for SMPI runs)")
+                     help="SimGrid network model (default CM02: plain max-min flows; SMPI: only for "
+                          "SMPI runs)")
     net.add_argument("--precision", metavar="TIME",
-                     help="SimGrid's event-time precision (surf/precision), e.g. 1ns; events closer than this are "
-                          "processed together (default: the link latency)")
+                     help="SimGrid's event-time precision (surf/precision), e.g. 1ns; events closer than "
+                          "this are processed together (default: the link latency)")
     src = p.add_argument_group("what runs (exactly one)")
     src.add_argument("--pattern", help="generator: " + ", ".join(GENERATORS))
     src.add_argument("--matrix", type=Path, help="bytes[src][dst]: Matrix Market .mtx, .csv or .npy")
@@ -61,10 +64,10 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 
 
 def simulate(args: argparse.Namespace) -> SimResult:
-    sources = [s for s in ("pattern", "matrix", "trace") if getattr(args, s)] + (["program"] if args.program else [])
+    sources = [s for s in ("pattern", "matrix", "trace", "program") if getattr(args, s)]
     if len(sources) != 1:
-        raise UsageError("give exactly one thing to simulate: --pattern GENERATOR, --matrix FILE, --trace DIR, "
-                         "or -- ./program.c ARGS")
+        raise UsageError("give exactly one thing to simulate: --pattern GENERATOR, --matrix FILE, "
+                         "--trace DIR, or -- ./program.c ARGS")
     platform = make_platform(args.network, args.ranks_per_node, args.bandwidth, args.latency, args.node_speed)
     precision = parse_quantity(args.precision, "precision") if args.precision else None
     if args.save_platform:
@@ -107,7 +110,7 @@ def render(r: SimResult, top: int) -> None:
         ["messages", "-" if r.messages is None else f"{r.messages:,}"],
         ["bytes", "-" if r.bytes_total is None else fmt_bytes(r.bytes_total)],
         ["time precision", f"{r.extra['time_precision_s'] * 1e9:g} ns"],
-        ["wall time", f"{r.wall_s:.2f} s"],
+        ["wall time", f"{r.wall_s:.2f} s, peak memory {fmt_bytes(r.peak_memory_bytes)}"],
     ]
     links = r.link_summary(top)
     if links:

@@ -24,8 +24,8 @@ INSTALL = "apt-get install libsimgrid-dev (Debian/Ubuntu, as root)"
 def simgrid_version() -> str:
     """SimGrid's version from pkg-config; raises SimError naming the package when it is missing."""
     pkg_config = shutil.which("pkg-config")
-    done = (subprocess.run([pkg_config, "--modversion", "simgrid"], capture_output=True, text=True, check=False)
-            if pkg_config else None)
+    done = (subprocess.run([pkg_config, "--modversion", "simgrid"], capture_output=True, text=True,
+                           check=False) if pkg_config else None)
     if done is None or done.returncode != 0 or not shutil.which("smpirun"):
         raise SimError(f"SimGrid is not installed (mpiscope sim needs its library, smpicc and smpirun); "
                        f"install it: {INSTALL}")

@@ -46,7 +46,8 @@ def resolve_map(platform: Platform, spec: str, nranks: int) -> tuple[IntArray, s
     """--map identity | random[:SEED] | FILE (rank,node,coords CSV from mpiscope map) -> node of each rank."""
     if nranks > platform.slots:
         raise UsageError(f"{nranks} ranks do not fit on {platform.describe()} with {platform.ranks_per_node} "
-                         f"rank(s) per node ({platform.slots} slots); use a larger network or --ranks-per-node")
+                         f"rank(s) per node ({platform.slots} slots); use a larger network or "
+                         f"--ranks-per-node")
     if spec == "identity":
         return np.arange(nranks, dtype=np.int64) // platform.ranks_per_node, "identity"
     if spec == "random" or spec.startswith("random:"):

@@ -133,8 +133,9 @@ class Platform:
             '  <zone id="world" routing="Full">\n'
             f'    <cluster id="{CLUSTER_ID}" topology="{topo}" topo_parameters="{params}"\n'
             f'             prefix="n" radical="0-{self.hosts - 1}" suffix=""\n'
-            f'             speed="{self.speed_flops!r}f" bw="{self.bandwidth_Bps!r}Bps" lat="{self.latency_s!r}s"\n'
-            '             sharing_policy="SPLITDUPLEX"/>\n'
+            f'             speed="{self.speed_flops!r}f" bw="{self.bandwidth_Bps!r}Bps"\n'
+            f'             lat="{self.latency_s!r}s"'
+            ' sharing_policy="SPLITDUPLEX"/>\n'
             "  </zone>\n"
             "</platform>\n")
 
@@ -182,9 +183,9 @@ class Platform:
         if self.kind == "mesh":
             return ("dimension order (x, then y, then z), minimal, no wrap-around links: the same routes as "
                     "the mapping metrics")
-        return ("SimGrid TorusZone: dimension order (x, then y, then z), shortest way round each ring, as the "
-                "mapping metrics; a tie (distance exactly half an even ring) goes + like the metrics, except "
-                "from ring position n/2 to position 0, which SimGrid routes -")
+        return ("SimGrid TorusZone: dimension order (x, then y, then z), shortest way round each ring, as "
+                "the mapping metrics; a tie (distance exactly half an even ring) goes + like the metrics, "
+                "except from ring position n/2 to position 0, which SimGrid routes -")
 
     def tie_messages(self, src_node: np.ndarray, dst_node: np.ndarray) -> int:
         """Messages whose SimGrid route differs from the metrics' route (torus ties from n/2 to 0)."""

@@ -33,8 +33,8 @@ MAX_BYTES = 2**31 - 1     # replay.c passes byte counts as int
 
 # Calls that post a message or collective and return before it completes (a message matched by
 # MPI_Improbe completes at the MPI_Imrecv's wait).
-NONBLOCKING = ["MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend", "MPI_Irecv", "MPI_Imrecv", "MPI_Improbe",
-               "MPI_Start", "MPI_Startall"]
+NONBLOCKING = ["MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend", "MPI_Irecv", "MPI_Imrecv",
+               "MPI_Improbe", "MPI_Start", "MPI_Startall"]
 WAITS = ["MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome"]
 # Trace call -> replay.c operation.
 COLLECTIVES = {
@@ -105,8 +105,9 @@ def _message_posts(m: pl.DataFrame) -> pl.DataFrame:
 def _post_columns(df: pl.DataFrame, rank: str, key: str, sub: int, done: str, order: str, buffer: str,
                   head: pl.Expr, tail: pl.Expr) -> pl.DataFrame:
     """The columns every posted request has, in one order and type (see _posts_and_waits)."""
-    return df.select(rank=pl.col(rank).cast(pl.Int32), key=pl.col(key).cast(pl.Int64), sub=pl.lit(sub, pl.Int8),
-                     done=pl.col(done).cast(pl.Int64), order=pl.col(order).cast(pl.Int64),
+    return df.select(rank=pl.col(rank).cast(pl.Int32), key=pl.col(key).cast(pl.Int64),
+                     sub=pl.lit(sub, pl.Int8), done=pl.col(done).cast(pl.Int64),
+                     order=pl.col(order).cast(pl.Int64),
                      buffer=pl.col(buffer).cast(pl.Int64), text_head=head, text_tail=tail)
 
 
@@ -119,12 +120,13 @@ def _channel_tags(m: pl.DataFrame, order: str) -> pl.DataFrame:
 def pattern_actions(pattern: Pattern, steps: bool) -> Actions:
     """All messages posted at once and waited for together (one-step), or step after step."""
     step = np.asarray(pattern.step, dtype=np.int64) if steps else np.zeros(len(pattern.src), dtype=np.int64)
-    m = pl.DataFrame({"src": np.asarray(pattern.src, dtype=np.int32), "dst": np.asarray(pattern.dst, dtype=np.int32),
+    m = pl.DataFrame({"src": np.asarray(pattern.src, dtype=np.int32),
+                      "dst": np.asarray(pattern.dst, dtype=np.int32),
                       "bytes": np.asarray(pattern.bytes, dtype=np.int64), "step": step})
     _check_sizes(m)
     # Each step posts at key 2k and waits at 2k+1.
-    m = _channel_tags(m, "step").with_columns(send_key=2 * pl.col("step"), recv_key=2 * pl.col("step"),
-                                              send_done=2 * pl.col("step") + 1, recv_done=2 * pl.col("step") + 1)
+    post, done = 2 * pl.col("step"), 2 * pl.col("step") + 1
+    m = _channel_tags(m, "step").with_columns(send_key=post, recv_key=post, send_done=done, recv_done=done)
     lines = _posts_and_waits(_message_posts(m)).sort("rank", "key", "sub", "slot")
     return Actions(pattern.nranks, lines, [], m.height, int(m["bytes"].sum()))
 
@@ -138,8 +140,9 @@ def _check_sizes(m: pl.DataFrame) -> None:
 
 def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
     """The trace as replay actions; compute gaps become ref_flops per second of recorded time."""
-    ev = trace.events().select("event", "rank", pl.col("call").cast(pl.Utf8), "t_enter_ns", "t_leave_ns", "comm",
-                               "root", "bytes", "coll_id", "completed_by").collect().sort("rank", "event")
+    ev = trace.events().select("event", "rank", pl.col("call").cast(pl.Utf8), "t_enter_ns", "t_leave_ns",
+                               "comm", "root", "bytes", "coll_id", "completed_by").collect()
+    ev = ev.sort("rank", "event")
     notes: list[str] = []
     # Time outside MPI before each call: the rank's computation (threads overlap: use the latest exit).
     gaps = (ev.with_columns(prev=pl.col("t_leave_ns").cum_max().shift(1).over("rank"))
@@ -174,8 +177,8 @@ def _completions(ev: pl.DataFrame) -> pl.DataFrame:
     last = ev.group_by("rank").agg(last=pl.col("event").max())
     nb = (ev.filter(pl.col("call").is_in(NONBLOCKING))
           .select("rank", "event", "completed_by").sort("event")
-          .join_asof(waits.sort("wait"), left_on="event", right_on="wait", by="rank", strategy="forward", check_sortedness=False,
-                     allow_exact_matches=False)
+          .join_asof(waits.sort("wait"), left_on="event", right_on="wait", by="rank", strategy="forward",
+                     allow_exact_matches=False, check_sortedness=False)
           .join(last, on="rank", how="left")
           .select("event", nb_done=pl.coalesce("completed_by", "wait", "last")))
     return (ev.select("event").join(nb, on="event", how="left")
@@ -187,21 +190,22 @@ def _collectives(ev: pl.DataFrame, trace: Trace, done: pl.DataFrame,
     """Nonblocking collectives as posts (with slots), blocking ones as lines, and the communicators used."""
     comms = trace.comms().collect().filter(pl.col("kind") == "intra")
     members = (comms.select("comm", "comm_size", rank=pl.col("ranks"))
-               .with_columns(comm_rank=pl.int_ranges(0, pl.col("rank").list.len())).explode("rank", "comm_rank"))
+               .with_columns(comm_rank=pl.int_ranges(0, pl.col("rank").list.len()))
+               .explode("rank", "comm_rank"))
     c = (ev.filter(pl.col("coll_id").is_not_null() & pl.col("call").is_in(list(COLLECTIVES)))
          .with_columns(op=pl.col("call").replace_strict(COLLECTIVES))
          .join(members, on=["comm", "rank"], how="inner")
-         .join(members.select("comm", root=pl.col("rank"), root_rank=pl.col("comm_rank")), on=["comm", "root"],
-               how="left")
+         .join(members.select("comm", root=pl.col("rank"), root_rank=pl.col("comm_rank")),
+               on=["comm", "root"], how="left")
          .join(done, on="event", how="left"))
     # Only whole instances on communicators with more than one rank carry traffic and cannot deadlock.
     counts = (c.sort("comm_rank").group_by("coll_id")
               .agg(pl.len().alias("seen"), pl.col("comm_size").first(),
                    counts=pl.col("bytes").cast(pl.Utf8).str.join(" "), total=pl.col("bytes").sum()))
     skipped = counts.filter((pl.col("seen") != pl.col("comm_size")) | (pl.col("comm_size") < 2))
-    if skipped.filter(pl.col("comm_size") >= 2).height:
-        notes.append(f"{skipped.filter(pl.col('comm_size') >= 2).height} collectives not seen on every rank of "
-                     f"their communicator are not replayed")
+    partial = skipped.filter(pl.col("comm_size") >= 2).height
+    if partial:
+        notes.append(f"{partial} collectives not seen on every rank of their communicator are not replayed")
     c = c.join(counts.filter(pl.col("seen") == pl.col("comm_size"), pl.col("comm_size") >= 2)
                .select("coll_id", "counts", "total"), on="coll_id", how="inner")
     spec = pl.format("{} {} {} {} {}", "op", "comm", pl.col("root_rank").fill_null(0), "comm_size", "counts")
@@ -213,8 +217,8 @@ def _collectives(ev: pl.DataFrame, trace: Trace, done: pl.DataFrame,
                           pl.format(" {}", spec))
     used = sorted(set(c["comm"].to_list()) - {0})
     if used and max(used) >= MAX_COMMS:
-        raise SimError(f"the trace uses communicator id {max(used)}, beyond the {MAX_COMMS} the replay supports; "
-                       f"record fewer communicators")
+        raise SimError(f"the trace uses communicator id {max(used)}, beyond the {MAX_COMMS} the replay "
+                       f"supports; record fewer communicators")
     lines = [f"{r['comm']} {r['comm_size']} {' '.join(map(str, r['ranks']))}"
              for r in comms.filter(pl.col("comm").is_in(used)).sort("comm").iter_rows(named=True)]
     return posts, blocking, lines

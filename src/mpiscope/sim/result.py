@@ -42,6 +42,7 @@ class SimResult:
     model: str
     simulated_time_s: float
     wall_s: float
+    peak_memory_bytes: int
     messages: int | None              # None: not known (a user's program)
     bytes_total: float | None
     step_end_s: dict[int, float] = field(default_factory=dict)
@@ -89,6 +90,7 @@ class SimResult:
             "messages": self.messages,
             "bytes": self.bytes_total,
             "wall_s": self.wall_s,
+            "peak_memory_bytes": self.peak_memory_bytes,
             "links": self.link_summary(top),
             "notes": list(self.notes),
             **self.extra,

@@ -33,6 +33,7 @@ class Finished:
     stdout: str
     stderr_tail: list[str]       # last lines of stderr, progress lines removed
     wall_s: float
+    peak_rss_bytes: int          # largest resident set of the simulator (and what it waited for)
 
 
 def run_simulator(cmd: list[str], description: str, total: float | None = None,
@@ -52,12 +53,15 @@ def run_simulator(cmd: list[str], description: str, total: float | None = None,
             while (line := _next_line(lines)) is not None:
                 if line and (on_line is None or not on_line(line, bar)):
                     tail.append(line.rstrip("\n"))
-            proc.wait()
+            # wait4, not wait: it also gives the simulator's peak memory (Linux: in KiB).
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
         except BaseException:
             _stop(proc)
             raise
         out.seek(0)
-        return Finished(proc.returncode, out.read(), list(tail), time.perf_counter() - start)
+        return Finished(proc.returncode, out.read(), list(tail), time.perf_counter() - start,
+                        usage.ru_maxrss * 1024)
 
 
 def _pump(stream: IO[str] | None, lines: queue.Queue[str | None]) -> None:

@@ -81,7 +81,8 @@ def run_pattern(platform: Platform, pattern: Pattern, node_of_rank: np.ndarray, 
     src_node, dst_node = node_of_rank[pattern.src], node_of_rank[pattern.dst]
     return SimResult(
         engine="s4u", what=f"pattern {pattern.name}", platform=platform, map_name=map_name,
-        model=MODELS[model][0], simulated_time_s=sim_time, wall_s=done.wall_s, messages=len(rec),
+        model=MODELS[model][0], simulated_time_s=sim_time, wall_s=done.wall_s,
+        peak_memory_bytes=done.peak_rss_bytes, messages=len(rec),
         bytes_total=float(rec["bytes"].sum()), step_end_s=step_end, links=links,
         tie_messages=platform.tie_messages(src_node, dst_node),
         extra={"mode": "steps" if steps else "one-step",
@@ -108,4 +109,5 @@ def _read_output(path: Path) -> tuple[float, dict[int, float], LinkLoads]:
             names.append(vals[0])
             loads.append(float(vals[1]))
     order = np.argsort(names, kind="stable")
-    return sim_time, steps, LinkLoads(tuple(names[i] for i in order), np.asarray(loads, dtype=np.float64)[order])
+    links = LinkLoads(tuple(names[i] for i in order), np.asarray(loads, dtype=np.float64)[order])
+    return sim_time, steps, links

@@ -34,8 +34,9 @@ def _smpirun(platform: Platform, node_of_rank: np.ndarray, model: str, program: 
     flags = SMPI_MODEL[1] if model == "SMPI" else MODELS[model][1]
     precision = f"--cfg=surf/precision:{time_precision(platform, precision_s)!r}"
     cmd = [smpi_tool("smpirun"), "-np", str(len(node_of_rank)), "-platform", str(work / "platform.xml"),
-           "-hostfile", str(work / "hosts.txt"), *flags, *extra_cfg, precision, "--cfg=smpi/display-timing:yes",
-           "--log=root.thres:warning", "--log=smpi_utils.thres:info", *program]
+           "-hostfile", str(work / "hosts.txt"), *flags, *extra_cfg, precision,
+           "--cfg=smpi/display-timing:yes", "--log=root.thres:warning", "--log=smpi_utils.thres:info",
+           *program]
     return run_simulator(cmd, description, cwd=work)
 
 
@@ -53,22 +54,26 @@ def run_actions(platform: Platform, actions: Actions, node_of_rank: np.ndarray, 
         done = _smpirun(platform, node_of_rank, model, [str(program), str(work / "actions"), "--link-loads"],
                         work, f"simulating {what} (SMPI)",
                         ["--cfg=smpi/simulate-computation:no", "--cfg=plugin:link_load"], precision_s)
-    values = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line and not line.startswith("link "))
+    lines = done.stdout.splitlines()
+    values = dict(line.split(" ", 1) for line in lines if line and not line.startswith("link "))
     if done.returncode != 0 or "simulated_time_s" not in values:
         raise SimError(f"the SMPI replay of {what} failed ({first_error(done.stderr_tail)}); "
                        f"rerun with -v to see the smpirun command line")
-    links = [line.split(" ") for line in done.stdout.splitlines() if line.startswith("link ")]
-    loads = LinkLoads(tuple(n for _, n, _ in links), np.asarray([float(b) for _, _, b in links], dtype=np.float64))
+    links = [line.split(" ") for line in lines if line.startswith("link ")]
+    loads = LinkLoads(tuple(n for _, n, _ in links),
+                      np.asarray([float(b) for *_, b in links], dtype=np.float64))
     return SimResult(
         engine="smpi", what=what, platform=platform, map_name=map_name, model=model_name(model),
         simulated_time_s=float(values["simulated_time_s"]), wall_s=done.wall_s,
+        peak_memory_bytes=done.peak_rss_bytes,
         messages=int(values["messages"]), bytes_total=float(values["bytes"]), links=loads,
         notes=actions.notes, extra={"messages_in_input": actions.messages, "bytes_in_input": actions.bytes,
                                     "time_precision_s": time_precision(platform, precision_s)})
 
 
 def run_program(platform: Platform, source: Path, args: list[str], node_of_rank: np.ndarray, map_name: str,
-                model: str = "CM02", measure_compute: bool = False, precision_s: float | None = None) -> SimResult:
+                model: str = "CM02", measure_compute: bool = False,
+                precision_s: float | None = None) -> SimResult:
     """Build a C MPI program with smpicc and run it under smpirun; its stdout is kept in the result."""
     binary = smpi_program(source)
     compute = (["--cfg=smpi/simulate-computation:yes", f"--cfg=smpi/host-speed:{platform.speed_flops!r}f"]
@@ -84,7 +89,8 @@ def run_program(platform: Platform, source: Path, args: list[str], node_of_rank:
                        f"{first_error(done.stderr_tail)}); fix the program, or check it with mpiexec first")
     return SimResult(
         engine="smpi", what=f"program {source.name}", platform=platform, map_name=map_name,
-        model=model_name(model), simulated_time_s=times[-1], wall_s=done.wall_s, messages=None, bytes_total=None,
+        model=model_name(model), simulated_time_s=times[-1], wall_s=done.wall_s,
+        peak_memory_bytes=done.peak_rss_bytes, messages=None, bytes_total=None,
         extra={"program_stdout": done.stdout, "measure_compute": measure_compute,
                "time_precision_s": time_precision(platform, precision_s)})
 
