@@ -318,7 +318,10 @@ def run(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace, run_: MapRun) -> dict[str, Any]:
     """SPEC §4: the x,y,z-order map and the result through the simulator, both times and their ratio."""
     from mpiscope.sim.placement import make_platform
+    from mpiscope.sim.s4u import slow_warning
     from mpiscope.sim.verify import verify_map
 
     platform = make_platform(args.network, args.ranks_per_node, args.bandwidth, args.latency)
+    if warning := slow_warning(run_.pattern, "optimised", args.verify_steps):
+        output.warn(warning)
     return verify_map(platform, run_.pattern, run_.node_of_rank, steps=args.verify_steps)[2]

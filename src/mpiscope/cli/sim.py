@@ -45,7 +45,8 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
                           "SMPI runs)")
     net.add_argument("--precision", metavar="TIME",
                      help="SimGrid's event-time precision (surf/precision), e.g. 1ns; events closer than "
-                          "this are processed together (default: the link latency)")
+                          "this are processed together (default: S4U the link latency, at most 1/1000 of "
+                          "the run; SMPI 1ns)")
     src = p.add_argument_group("what runs (exactly one)")
     src.add_argument("--pattern", help="generator: " + ", ".join(GENERATORS))
     src.add_argument("--matrix", type=Path, help="bytes[src][dst]: Matrix Market .mtx, .csv or .npy")
@@ -91,6 +92,8 @@ def simulate(args: argparse.Namespace) -> SimResult:
                                 args.measure_compute, precision)
     pattern = load_pattern(args.pattern, args.matrix, None)
     node, name = resolve_map(platform, args.map, pattern.nranks)
+    if (warning := s4u.slow_warning(pattern, name, args.steps)) and not args.smpi:
+        output.warn(warning)
     if args.smpi:
         return smpi.run_actions(platform, replay.pattern_actions(pattern, args.steps), node, name,
                                 f"pattern {pattern.name}", args.model, precision)

@@ -21,6 +21,7 @@ from mpiscope.sim.platform import Platform
 from mpiscope.sim.result import LinkLoads, SimResult
 from mpiscope.sim.runner import first_error, run_simulator
 
+SIMGRID_PRECISION_S = 1e-9       # SimGrid's default surf/precision (also smpirun's)
 # The driver's record (struct msg in pattern_sim.cpp).
 MSG_DTYPE = np.dtype([("src", "<i4"), ("dst", "<i4"), ("step", "<i4"), ("pad", "<i4"), ("bytes", "<u8")])
 
@@ -37,6 +38,20 @@ MODELS: dict[str, tuple[str, list[str]]] = {
 
 
 
+# Measured (bench/sim_scale.py, map runs of issue 7): one-step Bruck on annealed maps, 512 ranks in
+# seconds, 1024 ranks in half a minute, 4096 ranks (49,152 messages) not within 30 minutes.
+SLOW_MESSAGES = 20_000
+
+
+def slow_warning(pattern: Pattern, map_name: str, steps: bool) -> str | None:
+    """Why a one-step run of many messages on an irregular map may take hours, and what to do."""
+    if steps or map_name == "identity" or len(pattern.src) <= SLOW_MESSAGES:
+        return None
+    return (f"{len(pattern.src):,} messages in flight at once on an irregular map can take hours in "
+            f"SimGrid: every completion re-solves the bandwidth sharing of the whole network; "
+            f"--steps (map: --verify-steps) answers in seconds, Ctrl-C stops")
+
+
 def messages_on_hosts(platform: Platform, pattern: Pattern, node_of_rank: np.ndarray) -> np.ndarray:
     """The pattern's messages as driver records, ranks replaced by the hosts the map puts them on."""
     host = platform.host_of_node(node_of_rank)
@@ -48,28 +63,37 @@ def messages_on_hosts(platform: Platform, pattern: Pattern, node_of_rank: np.nda
     return rec
 
 
-def time_precision(platform: Platform, precision_s: float | None) -> float:
-    """SimGrid's event-time precision: completions closer than this are processed together.
+def time_precision(platform: Platform, rec: np.ndarray) -> float:
+    """SimGrid's event-time precision (surf/precision) for these messages: events closer than it are
+    processed together, and each costs a solve of the whole sharing problem.
 
-    SimGrid warns when a link latency is below it, so its default here is the link latency: far
-    fewer solver runs than SimGrid's 1 ns on irregular maps (a 512-rank Bruck on an annealed map:
-    27 s -> 4 s of CPU), for a change of the simulated time below 1e-4 (bench/sim_scale.py).
+    SimGrid's 1 ns makes irregular maps slow (a 512-rank Bruck on an annealed map: 27 s of CPU, with
+    one solve per message). The link latency is the bound SimGrid itself recommends (it warns below
+    it) and cuts that to 4 s, for a change of the simulated time below 1e-4 (bench/sim_scale.py);
+    it is capped at 1/1000 of a lower bound on the simulated time (the busiest node's bytes over its
+    links' bandwidth), so that short runs keep SimGrid's full accuracy.
     """
-    return precision_s if precision_s is not None else (platform.latency_s or 1e-9)
+    remote = rec["src"] != rec["dst"]
+    sent = np.bincount(rec["src"][remote], weights=rec["bytes"][remote].astype(np.float64))
+    links = 1 if platform.kind == "fat-tree" else 2 * max(1, sum(d > 1 for d in platform.dims))
+    bound = float(sent.max()) / (platform.bandwidth_Bps * links) if sent.size else 0.0
+    return max(SIMGRID_PRECISION_S, min(platform.latency_s, bound / 1000))
 
 
 def run_pattern(platform: Platform, pattern: Pattern, node_of_rank: np.ndarray, map_name: str,
                 steps: bool = False, model: str = "CM02", precision_s: float | None = None) -> SimResult:
-    """Simulate the pattern on the platform with the map; one-step unless `steps`."""
+    """Simulate the pattern on the platform with the map; one-step unless `steps`; `precision_s`
+    replaces the default event-time precision (time_precision)."""
     if len(pattern.src) == 0:
         raise SimError(f"pattern {pattern.name} has no messages; give a pattern that communicates")
     driver = s4u_driver()
     rec = messages_on_hosts(platform, pattern, node_of_rank)
+    precision_s = time_precision(platform, rec) if precision_s is None else precision_s
     with tempfile.TemporaryDirectory(prefix="mpiscope-sim-") as tmp:
         work = Path(tmp)
         (work / "platform.xml").write_text(platform.xml())
         rec.tofile(work / "messages.bin")
-        precision = f"--cfg=surf/precision:{time_precision(platform, precision_s)!r}"
+        precision = f"--cfg=surf/precision:{precision_s!r}"
         cmd = [str(driver), str(work / "platform.xml"), str(work / "messages.bin"), str(work / "out.tsv"),
                *(["--steps"] if steps else []), *MODELS[model][1], precision, "--log=root.thres:warning"]
         done = run_simulator(cmd, f"simulating {pattern.name} (S4U)", total=float(len(rec)),
@@ -86,7 +110,7 @@ def run_pattern(platform: Platform, pattern: Pattern, node_of_rank: np.ndarray, 
         bytes_total=float(rec["bytes"].sum()), step_end_s=step_end, links=links,
         tie_messages=platform.tie_messages(src_node, dst_node),
         extra={"mode": "steps" if steps else "one-step",
-               "time_precision_s": time_precision(platform, precision_s)})
+               "time_precision_s": precision_s})
 
 
 def _progress(line: str, bar: Any) -> bool:

@@ -21,7 +21,7 @@ from mpiscope.sim.platform import Platform
 from mpiscope.sim.replay import Actions
 from mpiscope.sim.result import LinkLoads, SimResult
 from mpiscope.sim.runner import Finished, first_error, run_simulator
-from mpiscope.sim.s4u import MODELS, time_precision
+from mpiscope.sim.s4u import MODELS, SIMGRID_PRECISION_S
 
 SMPI_MODEL = ("SimGrid SMPI: piecewise bandwidth and latency factors calibrated on a real MPI cluster",
               ["--cfg=network/model:SMPI"])
@@ -32,7 +32,7 @@ def _smpirun(platform: Platform, node_of_rank: np.ndarray, model: str, program: 
     (work / "platform.xml").write_text(platform.xml())
     (work / "hosts.txt").write_text("".join(f"{h}\n" for h in platform.host_names(node_of_rank)))
     flags = SMPI_MODEL[1] if model == "SMPI" else MODELS[model][1]
-    precision = f"--cfg=surf/precision:{time_precision(platform, precision_s)!r}"
+    precision = f"--cfg=surf/precision:{precision_s or SIMGRID_PRECISION_S!r}"
     cmd = [smpi_tool("smpirun"), "-np", str(len(node_of_rank)), "-platform", str(work / "platform.xml"),
            "-hostfile", str(work / "hosts.txt"), *flags, *extra_cfg, precision,
            "--cfg=smpi/display-timing:yes", "--log=root.thres:warning", "--log=smpi_utils.thres:info",
@@ -68,7 +68,7 @@ def run_actions(platform: Platform, actions: Actions, node_of_rank: np.ndarray, 
         peak_memory_bytes=done.peak_rss_bytes,
         messages=int(values["messages"]), bytes_total=float(values["bytes"]), links=loads,
         notes=actions.notes, extra={"messages_in_input": actions.messages, "bytes_in_input": actions.bytes,
-                                    "time_precision_s": time_precision(platform, precision_s)})
+                                    "time_precision_s": precision_s or SIMGRID_PRECISION_S})
 
 
 def run_program(platform: Platform, source: Path, args: list[str], node_of_rank: np.ndarray, map_name: str,
@@ -92,5 +92,5 @@ def run_program(platform: Platform, source: Path, args: list[str], node_of_rank:
         model=model_name(model), simulated_time_s=times[-1], wall_s=done.wall_s,
         peak_memory_bytes=done.peak_rss_bytes, messages=None, bytes_total=None,
         extra={"program_stdout": done.stdout, "measure_compute": measure_compute,
-               "time_precision_s": time_precision(platform, precision_s)})
+               "time_precision_s": precision_s or SIMGRID_PRECISION_S})
 
