@@ -23,7 +23,7 @@ from conftest import EXAMPLES, mpiscope_cli, require
 
 from mpiscope.mapping.mapfile import write_map_csv
 from mpiscope.mapping.metrics import link_loads
-from mpiscope.mapping.patterns import parse_pattern
+from mpiscope.mapping.patterns import load_matrix, parse_pattern
 from mpiscope.mapping.topology import Network
 from mpiscope.sim.placement import make_platform
 from mpiscope.sim.s4u import run_pattern
@@ -118,6 +118,19 @@ def test_link_bytes_follow_the_mapping_metrics_routes(network: str) -> None:
     np.testing.assert_allclose(simulated, link_loads(net, node, *pattern.pairs()), rtol=1e-12)
 
 
+def test_torus_tie_from_half_ring_to_zero_goes_minus(tmp_path: Path) -> None:
+    """The one place SimGrid's torus routes differ from the metrics' (ties toward +)."""
+    matrix = tmp_path / "ties.csv"
+    matrix.write_text("src,dst,bytes\n2,0,1000\n0,2,3000\n1,3,5000\n")
+    platform = make_platform("torus:4")
+    result = run_pattern(platform, load_matrix(matrix), np.arange(4, dtype=np.int64), "identity")
+    assert result.links is not None and result.tie_messages == 1
+    places = {platform.link_place(n): b for n, b in zip(result.links.names, result.links.bytes)}
+    # 2 -> 0 leaves node 2 and node 1 going -; 0 -> 2 and 1 -> 3 go + (ties toward + as the metrics).
+    assert places == {(2, 0, 1): 1000, (1, 0, 1): 1000, (0, 0, 0): 3000, (1, 0, 0): 3000 + 5000,
+                      (2, 0, 0): 5000}
+
+
 def test_torus_ties_are_counted() -> None:
     r = sim("--network", "torus:4x4", "--pattern", "alltoall:16")
     # Rings of 4: from position 2 to 0 SimGrid goes -, the metrics +. In x: 4 sources x 4 destinations,
@@ -135,6 +148,26 @@ def test_trace_replay_reproduces_message_count_and_bytes(program: str,
     assert r["engine"] == "smpi" and r["simulated_time_s"] > 0
     assert r["messages"] == messages.height == r["messages_in_input"]
     assert r["bytes"] == messages["bytes"].sum()
+
+
+def test_trace_compute_gaps_scale_with_node_speed(run_traced: Callable[..., Trace]) -> None:
+    trace = run_traced("halo", 4, args=["3", "256"])
+    fast = sim("--network", "torus:2x2", "--trace", str(trace.path), "--node-speed", "10Gf")
+    slow = sim("--network", "torus:2x2", "--trace", str(trace.path), "--node-speed", "0.1Gf")
+    # The recorded gaps run 100x slower; the communication does not change.
+    assert slow["simulated_time_s"] > 10 * fast["simulated_time_s"]
+
+
+def test_measured_compute_of_a_program(tmp_path: Path) -> None:
+    busy = tmp_path / "busy.c"
+    busy.write_text("#include <mpi.h>\n#include <time.h>\n"
+                    "int main(int c, char **v) { MPI_Init(&c, &v); volatile double x = 0;\n"
+                    "  clock_t end = clock() + CLOCKS_PER_SEC / 20;  /* 50 ms of CPU */\n"
+                    "  while (clock() < end) x += 1;\n"
+                    "  MPI_Barrier(MPI_COMM_WORLD); MPI_Finalize(); return 0; }\n")
+    off = sim("--network", "torus:4", "--", str(busy))
+    on = sim("--network", "torus:4", "--measure-compute", "--", str(busy))
+    assert off["simulated_time_s"] < 1e-3 < 0.02 < on["simulated_time_s"]
 
 
 def test_user_program_runs_under_smpi(tmp_path: Path) -> None:
