@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import MPICH, Mpi, mpiscope_cli, require
 
-RANK_PY = ("import os, socket; from mpi4py import MPI; "
-           "print(MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size(), flush=True)")
+# Each rank writes its own file: the ranks' stdout lines may interleave.
+RANK_PY = ("import sys; from mpi4py import MPI; c = MPI.COMM_WORLD; "
+           "open(f'{sys.argv[1]}/rank{c.Get_rank()}', 'w').write(str(c.Get_size()))")
 
 
 def write_map(tmp_path: Path, ranks_per_node: int, ranks: int) -> dict[str, Path]:
@@ -29,9 +30,10 @@ def test_hydra_machinefile(tmp_path: Path) -> None:
     assert paths["machinefile"].read_text() == "localhost:2\n"
     assert paths["slurm"].read_text() == "localhost\nlocalhost\n"
     done = subprocess.run([str(MPICH.mpiexec), "-f", str(paths["machinefile"]), "-n", "2", sys.executable, "-c",
-                           RANK_PY], check=False, capture_output=True, text=True, timeout=120, env=MPICH.environ())
+                           RANK_PY, str(tmp_path)], check=False, capture_output=True, text=True, timeout=120,
+                          env=MPICH.environ())
     assert done.returncode == 0, done.stderr
-    assert sorted(done.stdout.split("\n")[:2]) == ["0 2", "1 2"]
+    assert [(tmp_path / f"rank{r}").read_text() for r in (0, 1)] == ["2", "2"]
 
 
 @pytest.mark.mpi(ranks=2)
@@ -40,16 +42,18 @@ def test_openmpi_rankfile(tmp_path: Path, openmpi: Mpi) -> None:
     paths = write_map(tmp_path, 2, 2)
     assert paths["rankfile"].read_text() == "rank 0=localhost slot=0\nrank 1=localhost slot=1\n"
     hello = tmp_path / "hello.c"
-    hello.write_text('#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v) { int r, n; '
+    hello.write_text('#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v) { int r, n; char p[4096]; '
                      'MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &n); '
-                     'printf("%d %d\\n", r, n); MPI_Finalize(); return 0; }\n')
+                     'snprintf(p, sizeof p, "%s/rank%d", v[1], r); FILE *f = fopen(p, "w"); '
+                     'fprintf(f, "%d", n); fclose(f); MPI_Finalize(); return 0; }\n')
     exe = tmp_path / "hello"
     subprocess.run([str(openmpi.mpicc), str(hello), "-o", str(exe)], check=True, timeout=120,
                    env=openmpi.environ())
     done = subprocess.run([str(openmpi.mpiexec), "--map-by", f"rankfile:file={paths['rankfile']}", "-n", "2",
-                           str(exe)], check=False, capture_output=True, text=True, timeout=120, env=openmpi.environ())
+                           str(exe), str(tmp_path)], check=False, capture_output=True, text=True, timeout=120,
+                          env=openmpi.environ())
     assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(done.stdout.split()) == ["0", "1", "2", "2"]
+    assert [(tmp_path / f"rank{r}").read_text() for r in (0, 1)] == ["2", "2"]
 
 
 @pytest.mark.mpi(ranks=3)
