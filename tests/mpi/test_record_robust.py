@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-
 from tests.conftest import MPICH
 
 N = 4
@@ -70,6 +69,7 @@ def test_forced_clock_sync_keeps_causality(tmp_path, example):
     """MPISCOPE_SYNC=always measures offsets even on one host: the whole
     correction pipeline runs, and no receive ends before its send began."""
     from tests.conftest import mpiscope_cli
+
     from mpiscope.trace import open_trace
 
     out = tmp_path / "sync"

@@ -26,7 +26,7 @@ from mpiscope.trace.clocks import causality_shifts
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.match import Side, group_collectives, match_messages
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
-from mpiscope.trace.requests import StartLinks, link_starts
+from mpiscope.trace.requests import StartLinks, link_starts, request_key
 
 
 @dataclass
@@ -87,7 +87,10 @@ def p2p_sides(rec: Records, links: StartLinks) -> P2P:
     # Matched probes take the message off the queue; Mrecv, or Imrecv's
     # request, delivers it.
     pr = np.flatnonzero(_has(rec, "mprobe") & (rec.peer >= 0) & (rec.req != 0) & finished)
-    key = lambda idx: rec.rank[idx].astype(np.int64) << 32 | rec.req[idx]  # noqa: E731
+
+    def key(idx: np.ndarray) -> np.ndarray:
+        return request_key(rec, idx)
+
     mrecv = np.flatnonzero(_has(rec, "mrecv") & finished)
     imrecv = links.select(_has(rec, "imrecv")[links.index])
     t_m = _lookup(key(mrecv), rec.t_leave[mrecv], key(pr))
@@ -251,7 +254,7 @@ def _merge(trace_dir: Path) -> MergeResult:
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
                   "ranks": [c.to_dict() for c in rec.clocks.values()],
                   "causality_shift_ns": shifts.tolist()},
-        "t0_ns": int(ev["t_enter_ns"].min()) if ev.height else 0,
+        "t0_ns": int(ev["t_enter_ns"].to_numpy().min()) if ev.height else 0,
         "warnings": warnings,
     })
     write_manifest(trace_dir, manifest)
