@@ -49,6 +49,7 @@ test: setup
 bench: setup
 	$(PY) bench/tracer_overhead.py
 	$(PY) bench/merge_throughput.py
+	$(PY) bench/sim_scale.py
 
 clean:
 	rm -rf build $(VENV)
