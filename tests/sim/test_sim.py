@@ -196,6 +196,16 @@ def test_fat_tree_runs() -> None:
     assert r["nodes"] == 16 and r["simulated_time_s"] > 65536 / 5e9 and r["links"]["links_used"] > 0
 
 
+def test_platform_is_saved_but_never_overwritten(tmp_path: Path) -> None:
+    xml = tmp_path / "platform.xml"
+    sim("--network", "mesh:4x4", "--pattern", "ring:16", "--save-platform", str(xml))
+    assert 'topo_parameters="7,7"' in xml.read_text()
+    xml.write_text("mine")
+    one_line_error(["sim", "--network", "mesh:4x4", "--pattern", "ring:16", "--save-platform", str(xml)], 2,
+                   "exists", "--force")
+    assert xml.read_text() == "mine"
+
+
 def test_bad_input_is_one_sentence(tmp_path: Path) -> None:
     one_line_error(["sim", "--network", "cube:4", "--pattern", "ring:8"], 2, "network 'cube:4'")
     wrong = tmp_path / "wrong.csv"
