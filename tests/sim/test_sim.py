@@ -93,6 +93,15 @@ def test_s4u_and_smpi_agree_in_ordering() -> None:
         assert r["bytes"] == pattern.total_bytes
 
 
+def test_network_models() -> None:
+    bruck = ("--network", "torus:4x4x4", "--pattern", "bruck:64")
+    cm02, lv08 = sim(*bruck)["simulated_time_s"], sim(*bruck, "--model", "LV08")["simulated_time_s"]
+    assert lv08 > cm02           # LV08: latency x13.01, 97 % of the bandwidth, TCP cross-traffic
+    smpi = sim(*bruck, "--smpi", "--model", "SMPI")
+    assert smpi["engine"] == "smpi" and smpi["model"].startswith("SimGrid SMPI")
+    one_line_error(["sim", *bruck, "--model", "SMPI"], 2, "--smpi")
+
+
 def test_steps_wait_for_each_other() -> None:
     one = sim("--network", "torus:4x4x4", "--pattern", "bruck:64")
     steps = sim("--network", "torus:4x4x4", "--pattern", "bruck:64", "--steps")
@@ -189,6 +198,12 @@ def test_map_verify_simulates_identity_and_result(tmp_path: Path) -> None:
     assert again["simulated_time_s"] == v["optimised_time_s"]
     ident = sim("--network", "torus:4x4x4", "--pattern", "bruck:64")
     assert v["identity_time_s"] == ident["simulated_time_s"]
+
+
+def test_ranks_sharing_a_node_use_its_loopback() -> None:
+    r = sim("--network", "torus:2", "--ranks-per-node", "2", "--pattern", "ring:4")
+    # 0 -> 1 and 2 -> 3 stay on their node; 1 -> 2 and 3 -> 0 cross the two directions of the link.
+    assert r["links"]["intra_node_bytes"] == 2 * 2048 and r["links"]["links_used"] == 2
 
 
 def test_fat_tree_runs() -> None:

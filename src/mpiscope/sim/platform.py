@@ -26,6 +26,9 @@ import numpy as np
 from mpiscope.errors import UsageError
 
 CLUSTER_ID = "c"
+# Ranks on one node talk through the node's loopback link, at SimGrid's default loopback bandwidth
+# (network/loopback-bw) and no latency; CM02 has no route at all between a host and itself without it.
+LOOPBACK_BPS = 10e9
 AXES = "xyzw"
 
 # SimGrid's unit suffixes (https://simgrid.org/doc/latest/XML_reference.html), value in base units.
@@ -134,8 +137,8 @@ class Platform:
             f'    <cluster id="{CLUSTER_ID}" topology="{topo}" topo_parameters="{params}"\n'
             f'             prefix="n" radical="0-{self.hosts - 1}" suffix=""\n'
             f'             speed="{self.speed_flops!r}f" bw="{self.bandwidth_Bps!r}Bps"\n'
-            f'             lat="{self.latency_s!r}s"'
-            ' sharing_policy="SPLITDUPLEX"/>\n'
+            f'             lat="{self.latency_s!r}s" sharing_policy="SPLITDUPLEX"\n'
+            f'             loopback_bw="{LOOPBACK_BPS!r}Bps" loopback_lat="0s"/>\n'
             "  </zone>\n"
             "</platform>\n")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,14 +12,24 @@ import numpy as np
 from mpiscope.sim.platform import Platform
 
 SCHEMA = "mpiscope.sim/1"
+# A cluster's loopback links (c_link_7_loopback) and SimGrid's implicit one carry intra-node bytes.
+_LOOPBACK = re.compile(r".*_loopback|__loopback__")
 
 
 @dataclass(frozen=True)
 class LinkLoads:
-    """Bytes that crossed each link that carried any (SimGrid link names)."""
+    """Bytes that crossed each network link that carried any (SimGrid link names), and the bytes that
+    stayed inside nodes (their loopback links)."""
 
     names: tuple[str, ...]
     bytes: np.ndarray               # float64, same order as names
+    loopback_bytes: float = 0.0
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, float]]) -> LinkLoads:
+        network = sorted((n, b) for n, b in pairs if not _LOOPBACK.fullmatch(n))
+        return cls(tuple(n for n, _ in network), np.asarray([b for _, b in network], dtype=np.float64),
+                   float(sum(b for n, b in pairs if _LOOPBACK.fullmatch(n))))
 
     def top(self, k: int) -> list[tuple[str, float]]:
         order = np.argsort(-self.bytes, kind="stable")[:k]
@@ -59,6 +70,7 @@ class SimResult:
         bw_time = self.platform.bandwidth_Bps * self.simulated_time_s
         return {
             "links_used": len(b),
+            "intra_node_bytes": self.links.loopback_bytes,
             "max_bytes": float(b.max()) if len(b) else 0.0,
             "mean_bytes": float(b.mean()) if len(b) else 0.0,
             # Busy share of the busiest link over the simulated time, at full bandwidth.

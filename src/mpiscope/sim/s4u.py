@@ -122,16 +122,13 @@ def _progress(line: str, bar: Any) -> bool:
 
 
 def _read_output(path: Path) -> tuple[float, dict[int, float], LinkLoads]:
-    sim_time, steps, names, loads = 0.0, {}, [], []
+    sim_time, steps, links = 0.0, {}, []
     for line in path.read_text().splitlines():
         key, *vals = line.split("\t")
         if key == "simulated_time_s":
             sim_time = float(vals[0])
         elif key == "step_end_s":
             steps[int(vals[0])] = float(vals[1])
-        elif key == "link" and vals[0] != "__loopback__":
-            names.append(vals[0])
-            loads.append(float(vals[1]))
-    order = np.argsort(names, kind="stable")
-    links = LinkLoads(tuple(names[i] for i in order), np.asarray(loads, dtype=np.float64)[order])
-    return sim_time, steps, links
+        elif key == "link":
+            links.append((vals[0], float(vals[1])))
+    return sim_time, steps, LinkLoads.of(links)

@@ -59,9 +59,8 @@ def run_actions(platform: Platform, actions: Actions, node_of_rank: np.ndarray, 
     if done.returncode != 0 or "simulated_time_s" not in values:
         raise SimError(f"the SMPI replay of {what} failed ({first_error(done.stderr_tail)}); "
                        f"rerun with -v to see the smpirun command line")
-    links = [line.split(" ") for line in lines if line.startswith("link ")]
-    loads = LinkLoads(tuple(n for _, n, _ in links),
-                      np.asarray([float(b) for *_, b in links], dtype=np.float64))
+    loads = LinkLoads.of([(n, float(b)) for _, n, b in (line.split(" ") for line in lines
+                                                        if line.startswith("link "))])
     return SimResult(
         engine="smpi", what=what, platform=platform, map_name=map_name, model=model_name(model),
         simulated_time_s=float(values["simulated_time_s"]), wall_s=done.wall_s,
