@@ -140,6 +140,14 @@ def test_torus_tie_from_half_ring_to_zero_goes_minus(tmp_path: Path) -> None:
                       (2, 0, 0): 5000}
 
 
+def test_empty_messages_cost_their_latency(tmp_path: Path) -> None:
+    matrix = tmp_path / "empty.csv"
+    matrix.write_text("src,dst,bytes\n0,3,0\n1,1,0\n1,2,100\n")
+    r = sim("--network", "torus:8", "--matrix", str(matrix))
+    # 0 -> 3: three hops of 120 ns (and the 1 byte SimGrid needs); 1 -> 2: one hop and 100 B at 5 GB/s.
+    assert r["simulated_time_s"] == pytest.approx(3 * 120e-9, abs=1e-9) and r["messages"] == 3
+
+
 def test_torus_ties_are_counted() -> None:
     r = sim("--network", "torus:4x4", "--pattern", "alltoall:16")
     # Rings of 4: from position 2 to 0 SimGrid goes -, the metrics +. In x: 4 sources x 4 destinations,

@@ -27,7 +27,7 @@ class LinkLoads:
 
     @classmethod
     def of(cls, pairs: list[tuple[str, float]]) -> LinkLoads:
-        network = sorted((n, b) for n, b in pairs if not _LOOPBACK.fullmatch(n))
+        network = sorted((n, b) for n, b in pairs if b > 0 and not _LOOPBACK.fullmatch(n))
         return cls(tuple(n for n, _ in network), np.asarray([b for _, b in network], dtype=np.float64),
                    float(sum(b for n, b in pairs if _LOOPBACK.fullmatch(n))))
 
