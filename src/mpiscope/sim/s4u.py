@@ -48,8 +48,8 @@ def slow_warning(pattern: Pattern, map_name: str, steps: bool) -> str | None:
     if steps or map_name == "identity" or len(pattern.src) <= SLOW_MESSAGES:
         return None
     return (f"{len(pattern.src):,} messages in flight at once on an irregular map can take hours in "
-            f"SimGrid: every completion re-solves the bandwidth sharing of the whole network; "
-            f"--steps (map: --verify-steps) answers in seconds, Ctrl-C stops")
+            f"SimGrid (every arrival re-solves the bandwidth sharing of the whole network); --steps "
+            f"(map: --verify-steps) answers in seconds, Ctrl-C stops")
 
 
 def messages_on_hosts(platform: Platform, pattern: Pattern, node_of_rank: np.ndarray) -> np.ndarray:
