@@ -1,0 +1,163 @@
+"""`roofline plot` and `roofline place`: the chart and the application points on it (part of cli/roofline.py)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mpiscope import output
+from mpiscope.capture.run import run_traced
+from mpiscope.errors import UsageError
+from mpiscope.output import fmt_bytes
+from mpiscope.roofline import flops as perf_flops
+from mpiscope.roofline import results
+from mpiscope.roofline.chart import chart_data
+from mpiscope.roofline.cpu import CPUINFO
+from mpiscope.roofline.html import render_html
+from mpiscope.roofline.machines import builtin, builtin_names, load_machine
+from mpiscope.roofline.model import Machine
+from mpiscope.roofline.place import Placement, place_trace
+from mpiscope.roofline.plot import render_png
+from mpiscope.trace import open_trace
+
+
+def _machine_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--machine", type=Path, metavar="FILE", help=f"machine file (default: {results.MACHINE})")
+    g.add_argument("--system", metavar="KEY", help=f"a built-in system: {', '.join(builtin_names())}")
+
+
+def pick_machine(args: argparse.Namespace) -> Machine:
+    if args.system:
+        return builtin(args.system)
+    path = args.machine or results.MACHINE
+    if not path.is_file() and args.machine is None:
+        raise UsageError(f"no machine file at {path}; measure this machine (mpiscope roofline measure), "
+                         f"or give --machine FILE or --system KEY ({', '.join(builtin_names())})")
+    return load_machine(path)
+
+
+def prepare_plot(p: argparse.ArgumentParser) -> None:
+    _machine_args(p)
+    p.add_argument("--bench", type=Path, help=f"benchmark results (default with the measured machine: {results.BENCH})")
+    p.add_argument("--app", type=Path, action="append", default=[], metavar="FILE",
+                   help="application point written by place --json FILE (repeatable)")
+    p.add_argument("--out", type=Path, help=f"output path without suffix (default: {results.PLOT})")
+    p.add_argument("--force", action="store_true", help="replace existing --out files")
+    p.add_argument("--json", metavar="FILE", help="write the chart data as JSON (- for stdout)")
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    m = pick_machine(args)
+    bench_path = args.bench or (results.BENCH if not args.system and results.BENCH.is_file() else None)
+    hint = "run mpiscope roofline bench, or give the file it wrote with --bench"
+    bench = results.load_json(bench_path, "benchmark file", "mpiscope.roofline/1", hint) if bench_path else None
+    apps = [results.load_json(a, "application file", "mpiscope.roofline/1",
+                              "write one with mpiscope roofline place DIR --json FILE") for a in args.app]
+    d = chart_data(m, bench, apps)
+    prefix = args.out or results.PLOT
+    png, html = prefix.with_suffix(".png"), prefix.with_suffix(".html")
+    default = args.out is None
+    results.save(png, render_png(d), png if default else Path(), args.force)
+    results.save(html, render_html(d), html if default else Path(), args.force)
+    if args.json != "-":
+        n = sum(p["series"] == "benchmark" for p in d["points"])
+        output.text(f"{m.name}: ridge I = {d['ridge']['intensity']:.3g} flop/B; {n} benchmark point(s), "
+                    f"{len(d['points']) - n} application point(s)")
+        output.text(f"wrote {png} and {html}")
+    for e in d["errors"]:
+        output.warn(f"{e}; it is drawn as a red X (re-measure the machine or check the point's inputs)")
+    output.emit_json({**d, "png": str(png), "html": str(html)}, args.json)
+    return 0
+
+
+def prepare_place(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace_dir", type=Path, nargs="?", help="trace directory (from mpiscope run)")
+    _machine_args(p)
+    p.add_argument("--network", metavar="LABEL", help="the machine's network level to judge against (default: first)")
+    p.add_argument("--flops", type=float, help="floating-point operations of the whole run (all ranks), when "
+                   "hardware counters did not count them")
+    p.add_argument("--intensity", type=float, help="place a known point instead of a trace: flop per byte")
+    p.add_argument("--gflops", type=float, help="with --intensity: its achieved GF/s per node")
+    p.add_argument("--comm-factor", type=float, action="append", default=[], metavar="F",
+                   help="what-if: inter-node bytes x F (e.g. 0.25; repeatable)")
+    p.add_argument("--ranks-as-nodes", action="store_true",
+                   help="count each rank as a node (for a run on one host)")
+    p.add_argument("--force", action="store_true", help="with a command: replace a trace in TRACE_DIR")
+    p.add_argument("--json", metavar="FILE", help="write the point as JSON (- for stdout); plot --app reads it")
+    p.add_argument("command", nargs=argparse.REMAINDER,
+                   help="-- mpiexec -n N ./app ...: record the run into TRACE_DIR first, counting flops with perf")
+
+
+def _record(trace_dir: Path, cmd: list[str], force: bool) -> str | None:
+    """Record `cmd` into trace_dir, each rank under perf stat if this machine can count flops."""
+    events = perf_flops.flop_events(CPUINFO.read_text() if CPUINFO.is_file() else "")
+    why_not = perf_flops.probe(events)
+    with tempfile.TemporaryDirectory(prefix="mpiscope-flops-") as tmp:
+        run_cmd = cmd if why_not else perf_flops.wrap(cmd, Path(tmp), events)
+        result = run_traced(run_cmd, trace_dir, force=force)
+        if not why_not:
+            shutil.copytree(tmp, trace_dir / perf_flops.DIR_NAME, dirs_exist_ok=True)
+    if result.exit_code != 0:
+        output.warn(f"the program exited with code {result.exit_code}; its point may be incomplete")
+    return why_not
+
+
+def run_place(args: argparse.Namespace) -> int:
+    m = pick_machine(args)
+    net = m.network(args.network)
+    factors = args.comm_factor
+    for f in factors:
+        if not f > 0:
+            raise UsageError(f"--comm-factor {f}: give a factor greater than 0 (0.25 = a quarter of the bytes)")
+    cmd = [c for c in args.command if c != "--"][:] if args.command else []
+    if args.trace_dir is None:
+        if args.intensity is None or args.intensity <= 0:
+            raise UsageError("give a trace directory (mpiscope roofline place TRACE_DIR) or a point with "
+                             "--intensity I (> 0) [--gflops G]")
+        pl = Placement(f"I = {args.intensity:g}", m, net, args.intensity, args.gflops, None, "given", None, factors)
+    else:
+        why_not = _record(args.trace_dir, cmd, args.force) if cmd else None
+        counted = perf_flops.read_counts(args.trace_dir)
+        if counted:
+            flops, source = counted.flops, counted.source
+        elif args.flops and args.flops > 0:
+            flops, source = args.flops, "given with --flops"
+        else:
+            why = why_not or ("this trace was not recorded with flop counting "
+                              f"(mpiscope roofline place {args.trace_dir} -- mpiexec ...)")
+            raise UsageError(f"no flop count for {args.trace_dir}: {why}; give the run's total with --flops N")
+        pl = place_trace(open_trace(args.trace_dir), m, net, flops, source, args.ranks_as_nodes, factors)
+    data = pl.to_json()
+    if args.json != "-":
+        render_place(data)
+    output.emit_json(data, args.json)
+    return 0
+
+
+def render_place(d: dict[str, Any]) -> None:
+    rows: list[list[Any]] = []
+    if d["nodes"] is not None:
+        kind = "ranks counted as nodes" if d["ranks_as_nodes"] else ("one host" if d["one_host"] else "hosts")
+        rows += [["nodes", d["nodes"], kind],
+                 ["inter-node bytes per node", fmt_bytes(d["inter_node_bytes_per_node"]), "sent + received, mean"],
+                 ["intra-node bytes (point-to-point)", fmt_bytes(d["p2p_intra_node_bytes"]), "not on the network"],
+                 ["flops", f"{d['flops']:.4g}", d["flops_source"]],
+                 ["wall time", f"{d['wall_seconds']:.4g} s", "MPI_Init to MPI_Finalize"]]
+    if d["intensity"] is not None:
+        rows.append(["intensity", f"{d['intensity']:.4g} flop/B", "flops per inter-node byte"])
+    if d["gflops"] is not None:
+        rows.append(["achieved", f"{d['gflops']:.4g} GF/s per node", ""])
+    rows.append(["roof here", f"{d['roof_gflops']:.4g} GF/s", f"{d['machine']}, {d['network']}"])
+    output.table(f"Roofline point: {d['label']}", ["", "value", ""], rows)
+    v = d["verdict"]
+    if v:
+        output.text(f"verdict: {v['advice']} ({100 * v['fraction']:.0f} % of {v['line']})")
+    for w in d["what_ifs"]:
+        output.text(f"what-if: inter-node bytes x {w['comm_factor']:g} -> I = {w['intensity']:.4g}, attainable "
+                    f"{w['attainable_gflops']:.4g} GF/s per node (now {w['attainable_before_gflops']:.4g})")
+    for n in d["notes"]:
+        output.text(f"note: {n}")

@@ -1,0 +1,65 @@
+"""The roofline as a log-log PNG (matplotlib, no display needed), drawn from chart.chart_data()."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+STYLE = {
+    "roof": {"color": "black", "lw": 2.2, "ls": "-"},
+    "roof-alt": {"color": "0.35", "lw": 1.4, "ls": "-."},
+    "ceiling-compute": {"color": "tab:green", "lw": 1.3, "ls": "--"},
+    "ceiling-bandwidth": {"color": "tab:blue", "lw": 1.3, "ls": ":"},
+}
+
+
+def render_png(d: dict[str, Any]) -> bytes:
+    fig, ax = plt.subplots(figsize=(8.5, 6.0), dpi=110)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*d["x_range"])
+    ax.set_ylim(*d["y_range"])
+    for line in d["lines"]:
+        xs, ys = zip(*line["xy"])
+        ax.plot(xs, ys, label=line["label"], **STYLE[line["kind"]])
+    r = d["ridge"]
+    ax.axvline(r["intensity"], color="0.6", lw=0.8, ls="--")
+    ax.annotate(f"ridge I = {r['intensity']:.3g}", (r["intensity"], r["gflops"]), textcoords="offset points",
+                xytext=(6, -16), fontsize=9, color="0.3")
+    ok = [p for p in d["points"] if not p["above_roof"] and p["gflops"]]
+    bad = [p for p in d["points"] if p["above_roof"]]
+    bench = [p for p in ok if p["series"] == "benchmark"]
+    if bench:
+        ax.scatter([p["intensity"] for p in bench], [p["gflops"] for p in bench], s=36, color="tab:orange",
+                   edgecolor="black", zorder=5, label="benchmark (004 §4.2)")
+    for p in ok:
+        if p["series"] == "application":
+            ax.scatter([p["intensity"]], [p["gflops"]], marker="*", s=160, color="tab:purple", edgecolor="black",
+                       zorder=6)
+            ax.annotate(p["label"], (p["intensity"], p["gflops"]), textcoords="offset points", xytext=(7, 4),
+                        fontsize=9, color="tab:purple")
+    for p in bad:
+        ax.scatter([p["intensity"]], [p["gflops"]], marker="X", s=90, color="red", zorder=7)
+        ax.annotate("above the roof:\nmeasurement error", (p["intensity"], p["gflops"]), textcoords="offset points",
+                    xytext=(8, 6), fontsize=8, color="red")
+    for w in d["what_ifs"]:
+        ax.annotate("", xy=w["to"], xytext=w["from"], arrowprops={"arrowstyle": "->", "color": "tab:purple"})
+        ax.annotate(f"{w['label']}\nI = {w['to'][0]:.3g}, {w['to'][1]:.4g} GF/s", w["to"],
+                    textcoords="offset points", xytext=(6, -24), fontsize=8, color="tab:purple")
+    m = d["machine"]
+    where = "ranks on one host, shared memory" if m["shared_memory"] else f"{m['nodes'] or '?'} nodes"
+    ax.set_title(f"Communication roofline: {m['name']} ({where})", fontsize=11)
+    ax.set_xlabel("communication intensity I (flop per inter-node byte sent + received)")
+    ax.set_ylabel("GF/s per node")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
