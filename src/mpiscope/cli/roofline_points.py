@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from mpiscope import output
-from mpiscope.capture.run import run_traced
 from mpiscope.errors import UsageError
 from mpiscope.output import fmt_bytes
 from mpiscope.roofline import flops as perf_flops
@@ -19,9 +18,6 @@ from mpiscope.roofline.cpu import CPUINFO
 from mpiscope.roofline.html import render_html
 from mpiscope.roofline.machines import builtin, builtin_names, load_machine
 from mpiscope.roofline.model import Machine
-from mpiscope.roofline.place import Placement, place_trace
-from mpiscope.roofline.plot import render_png
-from mpiscope.trace import open_trace
 
 
 def _machine_args(p: argparse.ArgumentParser) -> None:
@@ -51,6 +47,9 @@ def prepare_plot(p: argparse.ArgumentParser) -> None:
 
 
 def run_plot(args: argparse.Namespace) -> int:
+    # matplotlib takes seconds to import, and every `mpiscope` command builds this verb's parser
+    from mpiscope.roofline.plot import render_png
+
     m = pick_machine(args)
     bench_path = args.bench or (results.BENCH if not args.system and results.BENCH.is_file() else None)
     hint = "run mpiscope roofline bench, or give the file it wrote with --bench"
@@ -86,14 +85,17 @@ def prepare_place(p: argparse.ArgumentParser) -> None:
                    help="what-if: inter-node bytes x F (e.g. 0.25; repeatable)")
     p.add_argument("--ranks-as-nodes", action="store_true",
                    help="count each rank as a node (for a run on one host)")
-    p.add_argument("--force", action="store_true", help="with a command: replace a trace in TRACE_DIR")
+    p.add_argument("--force", action="store_true", help="with --run: replace a trace in TRACE_DIR")
     p.add_argument("--json", metavar="FILE", help="write the point as JSON (- for stdout); plot --app reads it")
-    p.add_argument("command", nargs=argparse.REMAINDER,
-                   help="-- mpiexec -n N ./app ...: record the run into TRACE_DIR first, counting flops with perf")
+    p.add_argument("--run", dest="command", nargs=argparse.REMAINDER, default=[], metavar="CMD",
+                   help="last option: mpiexec -n N ./app ... records that run into TRACE_DIR first, each rank "
+                   "under perf stat when this machine can count flops")
 
 
 def _record(trace_dir: Path, cmd: list[str], force: bool) -> str | None:
     """Record `cmd` into trace_dir, each rank under perf stat if this machine can count flops."""
+    from mpiscope.capture.run import run_traced
+
     events = perf_flops.flop_events(CPUINFO.read_text() if CPUINFO.is_file() else "")
     why_not = perf_flops.probe(events)
     with tempfile.TemporaryDirectory(prefix="mpiscope-flops-") as tmp:
@@ -107,13 +109,16 @@ def _record(trace_dir: Path, cmd: list[str], force: bool) -> str | None:
 
 
 def run_place(args: argparse.Namespace) -> int:
+    from mpiscope.roofline.place import Placement, place_trace  # Polars: imported only when placing
+    from mpiscope.trace import open_trace
+
     m = pick_machine(args)
     net = m.network(args.network)
     factors = args.comm_factor
     for f in factors:
         if not f > 0:
             raise UsageError(f"--comm-factor {f}: give a factor greater than 0 (0.25 = a quarter of the bytes)")
-    cmd = [c for c in args.command if c != "--"][:] if args.command else []
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if args.trace_dir is None:
         if args.intensity is None or args.intensity <= 0:
             raise UsageError("give a trace directory (mpiscope roofline place TRACE_DIR) or a point with "
@@ -125,10 +130,10 @@ def run_place(args: argparse.Namespace) -> int:
         if counted:
             flops, source = counted.flops, counted.source
         elif args.flops and args.flops > 0:
-            flops, source = args.flops, "given with --flops"
+            flops, source = args.flops, "given with --flops" + (f" (no hardware count: {why_not})" if why_not else "")
         else:
             why = why_not or ("this trace was not recorded with flop counting "
-                              f"(mpiscope roofline place {args.trace_dir} -- mpiexec ...)")
+                              f"(mpiscope roofline place {args.trace_dir} --run mpiexec ...)")
             raise UsageError(f"no flop count for {args.trace_dir}: {why}; give the run's total with --flops N")
         pl = place_trace(open_trace(args.trace_dir), m, net, flops, source, args.ranks_as_nodes, factors)
     data = pl.to_json()
@@ -156,6 +161,9 @@ def render_place(d: dict[str, Any]) -> None:
     v = d["verdict"]
     if v:
         output.text(f"verdict: {v['advice']} ({100 * v['fraction']:.0f} % of {v['line']})")
+    elif d["gflops"] is not None:
+        output.text(f"verdict: no inter-node traffic, so only the node limits this run: "
+                    f"{100 * d['gflops'] / d['peak_gflops']:.0f} % of the peak")
     for w in d["what_ifs"]:
         output.text(f"what-if: inter-node bytes x {w['comm_factor']:g} -> I = {w['intensity']:.4g}, attainable "
                     f"{w['attainable_gflops']:.4g} GF/s per node (now {w['attainable_before_gflops']:.4g})")

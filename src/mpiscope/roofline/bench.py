@@ -54,8 +54,9 @@ def plan_points(m: Machine, intensities: list[float], nodes: int, matrix_n: int,
         flops = seconds * min(compute, 2.0 * bw_dir * i)
         reps = max(1, round(flops / (2.0 * matrix_n ** 3)))
         total_bytes = reps * 2.0 * matrix_n ** 3 / i
-        msg = int(max(1, min(msg_max, math.ceil(total_bytes / (2.0 * busy)))))
-        rounds = max(1, round(total_bytes / (2.0 * busy * msg)))
+        # as few rounds as the largest message allows, then the message size that hits the byte count
+        rounds = max(1, math.ceil(total_bytes / (2.0 * busy * msg_max)))
+        msg = int(max(1, round(total_bytes / (2.0 * busy * rounds))))
         plans.append(Plan(i, reps, msg, rounds))
     return plans
 
