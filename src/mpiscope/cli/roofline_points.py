@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +96,23 @@ def prepare_place(p: argparse.ArgumentParser) -> None:
                    "under perf stat when this machine can count flops")
 
 
-def _record(trace_dir: Path, cmd: list[str], force: bool) -> str | None:
+@contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """With --json -, the program's own output goes to stderr so that stdout stays one JSON document."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _record(trace_dir: Path, cmd: list[str], force: bool, quiet_stdout: bool) -> str | None:
     """Record `cmd` into trace_dir, each rank under perf stat if this machine can count flops."""
     from mpiscope.capture.run import run_traced
 
@@ -100,7 +120,8 @@ def _record(trace_dir: Path, cmd: list[str], force: bool) -> str | None:
     why_not = perf_flops.probe(events)
     with tempfile.TemporaryDirectory(prefix="mpiscope-flops-") as tmp:
         run_cmd = cmd if why_not else perf_flops.wrap(cmd, Path(tmp), events)
-        result = run_traced(run_cmd, trace_dir, force=force)
+        with _stdout_to_stderr(quiet_stdout):
+            result = run_traced(run_cmd, trace_dir, force=force)
         if not why_not:
             shutil.copytree(tmp, trace_dir / perf_flops.DIR_NAME, dirs_exist_ok=True)
     if result.exit_code != 0:
@@ -125,7 +146,7 @@ def run_place(args: argparse.Namespace) -> int:
                              "--intensity I (> 0) [--gflops G]")
         pl = Placement(f"I = {args.intensity:g}", m, net, args.intensity, args.gflops, None, "given", None, factors)
     else:
-        why_not = _record(args.trace_dir, cmd, args.force) if cmd else None
+        why_not = _record(args.trace_dir, cmd, args.force, args.json == "-") if cmd else None
         counted = perf_flops.read_counts(args.trace_dir)
         if counted:
             flops, source = counted.flops, counted.source
