@@ -48,6 +48,7 @@ test: setup
 bench: setup
 	$(PY) bench/tracer_overhead.py
 	$(PY) bench/merge_throughput.py
+	$(PY) bench/roofline_local.py
 
 clean:
 	rm -rf build $(VENV)

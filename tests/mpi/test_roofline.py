@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import Mpi, mpiscope_cli, require
+
 from mpiscope.trace import Trace
 
 SMALL = ["--seconds", "0.03", "--repeat", "1", "--matrix", "128", "--msg-bytes", "262144"]

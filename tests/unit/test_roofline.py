@@ -7,15 +7,22 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import mpiscope_cli
+
 from mpiscope.errors import UsageError
 from mpiscope.roofline import flops, results
 from mpiscope.roofline.bench import plan_points
 from mpiscope.roofline.chart import chart_data
 from mpiscope.roofline.cpu import parse_cpuinfo
 from mpiscope.roofline.html import render_html
-from mpiscope.roofline.machines import builtin, builtin_names, load_machine, machine_to_toml, parse_machine, system_rows
+from mpiscope.roofline.machines import (
+    builtin,
+    builtin_names,
+    load_machine,
+    machine_to_toml,
+    parse_machine,
+    system_rows,
+)
 from mpiscope.roofline.model import Ceiling, Machine, Network, classify, what_if
 from mpiscope.roofline.place import measure_traffic, place_trace
 from mpiscope.roofline.plot import render_png

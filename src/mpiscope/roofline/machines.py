@@ -129,7 +129,7 @@ def machine_to_toml(m: Machine) -> bytes:
 def rounds_to(value: float, printed: float) -> bool:
     """Whether `value` rounds to `printed` at the precision it was printed with (6.55 is not 6.4)."""
     decimals = len(repr(printed).split(".")[1].rstrip("0")) if "." in repr(printed) else 0
-    return abs(value - printed) <= 0.5 * 10 ** -decimals + 1e-9
+    return abs(value - printed) <= 0.5 * 10.0 ** -decimals + 1e-9
 
 
 def system_rows(machines: list[tuple[str, Machine]]) -> list[dict[str, Any]]:

@@ -53,10 +53,10 @@ class Measurement:
 
 
 BW_LABELS = {
-    "pingpong": ("ping-pong, one pair (one port)", "one transfer at a time per node: fine-grained or "
-                 "serialised communication"),
-    "pairwise": ("pairwise exchange alone (004 §4.3)", "the benchmark's contention-free communication on its "
-                 "own (004 §4.3 ceiling b)"),
+    "pingpong": ("ping-pong, one pair (one port)",
+                 "one transfer at a time per node: fine-grained or serialised communication"),
+    "pairwise": ("pairwise exchange alone (004 §4.3)",
+                 "the benchmark's contention-free communication on its own (004 §4.3 ceiling b)"),
     "exchange": ("all-neighbour exchange (all ports)", "every node sending to every other node at once"),
 }
 

@@ -82,7 +82,8 @@ def measure_traffic(trace: Trace, ranks_as_nodes: bool = False) -> Traffic:
     n_nodes = len(set(nodes.values()))
     return Traffic(
         nodes=n_nodes, one_host=len(set(node_map(trace, False).values())) == 1, ranks_as_nodes=ranks_as_nodes,
-        p2p_inter_bytes=float(inter["bytes"].sum()), p2p_intra_bytes=float(msg["bytes"].sum() - inter["bytes"].sum()),
+        p2p_inter_bytes=float(inter["bytes"].sum()),
+        p2p_intra_bytes=float(msg["bytes"].sum()) - float(inter["bytes"].sum()),
         coll_inter_bytes=coll_inter, coll_intra_bytes=float(coll["bytes"].sum()) - coll_inter,
         wall_seconds=wall, per_node=per_node.to_dicts())
 

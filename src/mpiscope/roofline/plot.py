@@ -8,14 +8,16 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-STYLE = {
-    "roof": {"color": "black", "lw": 2.2, "ls": "-"},
-    "roof-alt": {"color": "0.35", "lw": 1.4, "ls": "-."},
-    "ceiling-compute": {"color": "tab:green", "lw": 1.3, "ls": "--"},
-    "ceiling-bandwidth": {"color": "tab:blue", "lw": 1.3, "ls": ":"},
+# kind -> (colour, line width, line style); bandwidth ceilings take the next colour of BW_COLORS
+STYLE: dict[str, tuple[str, float, str]] = {
+    "roof": ("black", 2.2, "-"),
+    "roof-alt": ("0.35", 1.4, "-."),
+    "ceiling-compute": ("tab:green", 1.3, "--"),
+    "ceiling-bandwidth": ("tab:blue", 1.3, ":"),
 }
+BW_COLORS = ["tab:blue", "tab:cyan", "tab:purple", "tab:brown"]
 
 
 def render_png(d: dict[str, Any]) -> bytes:
@@ -24,9 +26,13 @@ def render_png(d: dict[str, Any]) -> bytes:
     ax.set_yscale("log")
     ax.set_xlim(*d["x_range"])
     ax.set_ylim(*d["y_range"])
+    n_bw = 0
     for line in d["lines"]:
         xs, ys = zip(*line["xy"])
-        ax.plot(xs, ys, label=line["label"], **STYLE[line["kind"]])
+        color, width, style = STYLE[line["kind"]]
+        if line["kind"] == "ceiling-bandwidth":
+            color, n_bw = BW_COLORS[n_bw % len(BW_COLORS)], n_bw + 1
+        ax.plot(xs, ys, label=line["label"], color=color, lw=width, ls=style)
     r = d["ridge"]
     ax.axvline(r["intensity"], color="0.6", lw=0.8, ls="--")
     ax.annotate(f"ridge I = {r['intensity']:.3g}", (r["intensity"], r["gflops"]), textcoords="offset points",
