@@ -47,7 +47,7 @@ def render_png(d: dict[str, Any]) -> bytes:
         if p["series"] == "application":
             ax.scatter([p["intensity"]], [p["gflops"]], marker="*", s=160, color="tab:purple", edgecolor="black",
                        zorder=6)
-            ax.annotate(p["label"], (p["intensity"], p["gflops"]), textcoords="offset points", xytext=(7, 4),
+            ax.annotate(p["label"], (p["intensity"], p["gflops"]), textcoords="offset points", xytext=(9, -14),
                         fontsize=9, color="tab:purple")
     for p in bad:
         ax.scatter([p["intensity"]], [p["gflops"]], marker="X", s=90, color="red", zorder=7)
@@ -55,8 +55,9 @@ def render_png(d: dict[str, Any]) -> bytes:
                     xytext=(8, 6), fontsize=8, color="red")
     for w in d["what_ifs"]:
         ax.annotate("", xy=w["to"], xytext=w["from"], arrowprops={"arrowstyle": "->", "color": "tab:purple"})
+        ax.scatter([w["to"][0]], [w["to"][1]], s=60, facecolor="none", edgecolor="tab:purple", zorder=6)
         ax.annotate(f"{w['label']}\nI = {w['to'][0]:.3g}, {w['to'][1]:.4g} GF/s", w["to"],
-                    textcoords="offset points", xytext=(6, -24), fontsize=8, color="tab:purple")
+                    textcoords="offset points", xytext=(-10, 10), ha="right", fontsize=8, color="tab:purple")
     m = d["machine"]
     where = "ranks on one host, shared memory" if m["shared_memory"] else f"{m['nodes'] or '?'} nodes"
     ax.set_title(f"Communication roofline: {m['name']} ({where})", fontsize=11)
