@@ -144,7 +144,7 @@ def test_each_rank_runs_under_its_own_perf_stat(mpich: Mpi, roofline_mm: Path, t
     require(shutil.which("perf") is not None, "perf", "apt-get install linux-perf")
     cmd = wrap([*mpich.launch(2), str(roofline_mm), "pingpong", "1000", "5", "-r", "1"], tmp_path,
                [("task-clock", 1)])
-    done = subprocess.run(cmd, env=mpich.environ(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, env=mpich.environ(), capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     files = sorted(tmp_path.glob("*.csv"))
     assert len(files) == 2
