@@ -48,6 +48,7 @@ def test_measure_bench_plot(tmp_path: Path, mpich: Mpi, roofline_mm: Path) -> No
 
     b = cli(["bench", "--points", "5", *SMALL], mpich, tmp_path)
     assert len(b["points"]) == 5 and b["nodes"] == 2 and b["shared_memory"]
+    assert b["ceilings"]["dgemm_gflops"] > 0 and b["ceilings"]["exchange_gbps_per_direction"] > 0
     for p in b["points"]:
         # flops and bytes are what the sweep asked for, exactly: 2 n^3 per product, 2 messages a round
         assert p["flops_per_node"] == p["reps"] * 2 * 128 ** 3
@@ -58,6 +59,7 @@ def test_measure_bench_plot(tmp_path: Path, mpich: Mpi, roofline_mm: Path) -> No
 
     d = cli(["plot"], mpich, tmp_path)
     assert len(d["points"]) == 5
+    assert sum("during the sweep" in ln["label"] for ln in d["lines"]) == 2
     assert Path(tmp_path / d["png"]).stat().st_size > 10_000 and Path(tmp_path / d["html"]).is_file()
     # a second measure keeps the first machine file
     cli(["measure", *SMALL], mpich, tmp_path)

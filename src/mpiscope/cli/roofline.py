@@ -130,7 +130,7 @@ def run_bench_cmd(args: argparse.Namespace) -> int:
     launch = make_launch(ranks, threads, args.launcher)
     intensities = args.intensities or default_intensities(m, args.points)
     plans = plan_points(m, intensities, ranks, args.matrix, args.msg_bytes, args.seconds)
-    with output.progress("roofline bench", total=len(plans) * args.repeat) as bar:
+    with output.progress("roofline bench", total=(len(plans) + 2) * args.repeat) as bar:
         res = run_bench(m, str(args.machine), launch, plans, args.matrix, args.repeat, advance=bar.advance)
     out = args.out or results.BENCH
     payload = res.to_json()
@@ -141,6 +141,9 @@ def run_bench_cmd(args: argparse.Namespace) -> int:
                      [[f"{p['intensity']:.3g}", f"{p['gflops']:.2f}", f"{p['roof_gflops']:.2f}",
                        f"{100 * p['fraction_of_roof']:.0f}", f"{p['compute_seconds']:.3f}",
                        f"{p['comm_seconds']:.3f}", "ABOVE ROOF" if p["above_roof"] else ""] for p in res.points])
+        c = res.ceilings
+        output.text(f"ceilings in the same run (004 §4.3): the products alone {c['dgemm_gflops']:.2f} GF/s, "
+                    f"the exchange alone {c['exchange_gbps_per_direction']:.2f} GB/s per direction")
         output.text(f"wrote {out}" + (f" (the previous one is kept as {kept})" if kept else ""))
     for p in res.above_roof():
         output.warn(f"the point at I = {p['intensity']:.3g} reached {p['gflops']:.2f} GF/s, above the roof "

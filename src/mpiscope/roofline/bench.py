@@ -69,6 +69,7 @@ class BenchResult:
     nodes: int
     matrix_n: int
     points: list[dict[str, Any]]
+    ceilings: dict[str, float]          # measured in the same run: the kernel alone, the exchange alone
 
     def above_roof(self) -> list[dict[str, Any]]:
         return [p for p in self.points if p["above_roof"]]
@@ -79,7 +80,7 @@ class BenchResult:
                 "peak_gflops": m.peak_gflops, "bw_gbps_per_direction": m.networks[0].bw_gbps_per_direction,
                 "ridge": ridge(m.peak_gflops, m.networks[0].bw_gbps_per_direction),
                 "nodes": self.nodes, "hosts": self.hosts, "shared_memory": one_host(self.hosts),
-                "matrix_n": self.matrix_n, "points": self.points}
+                "matrix_n": self.matrix_n, "ceilings": self.ceilings, "points": self.points}
 
 
 def summarize_point(m: Machine, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -97,12 +98,26 @@ def summarize_point(m: Machine, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "rounds": int(best["rounds"]), "repeats": len(rows)}
 
 
+def ceiling_plans(sweep: list[Plan]) -> list[Plan]:
+    """The 004 §4.3 ceilings, taken in the same run as the sweep so that both see the same machine:
+    the largest product count alone, and the largest exchange alone."""
+    most_flops = max(sweep, key=lambda p: p.reps)
+    most_bytes = max(sweep, key=lambda p: p.msg_bytes * p.rounds)
+    return [Plan(math.inf, most_flops.reps, 1, 0), Plan(0.0, 0, most_bytes.msg_bytes, most_bytes.rounds)]
+
+
 def run_bench(m: Machine, machine_file: str, launch: Launch, plans: list[Plan], matrix_n: int, repeat: int,
               advance: Any = None) -> BenchResult:
     args = ["mixed"]
-    for p in plans:
+    for p in [*ceiling_plans(plans), *plans]:
         args += [str(matrix_n), str(p.reps), str(p.msg_bytes), str(p.rounds)]
     hosts, lines = run_program(launch, [*args, "-r", str(repeat)],
                                on_line=(lambda _ln: advance()) if advance else None)
-    points = [summarize_point(m, [ln for ln in lines if ln["point"] == i]) for i in range(len(plans))]
-    return BenchResult(m, machine_file, hosts, launch.ranks, matrix_n, points)
+
+    def best(i: int) -> dict[str, Any]:
+        return min((ln for ln in lines if ln["point"] == i), key=lambda ln: float(ln["seconds"]))
+
+    ceilings = {"dgemm_gflops": best(0)["flops_per_node"] / best(0)["seconds"] / 1e9,
+                "exchange_gbps_per_direction": best(1)["bytes_per_node"] / 2.0 / best(1)["seconds"] / 1e9}
+    points = [summarize_point(m, [ln for ln in lines if ln["point"] == i + 2]) for i in range(len(plans))]
+    return BenchResult(m, machine_file, hosts, launch.ranks, matrix_n, points, ceilings)

@@ -67,6 +67,16 @@ def chart_data(m: Machine, bench: dict[str, Any] | None, apps: list[dict[str, An
         unit = "GF/s" if c.kind == "compute" else "GB/s"
         lines.append({"kind": f"ceiling-{c.kind}", "label": f"{c.label} ({c.value:.4g} {unit})", "xy": xy,
                       "meaning": c.meaning})
+    bc = (bench or {}).get("ceilings") or {}
+    if "dgemm_gflops" in bc:
+        v = bc["dgemm_gflops"]
+        lines.append({"kind": "ceiling-compute", "label": f"products alone, during the sweep ({v:.4g} GF/s)",
+                      "xy": [[lo, v], [hi, v]], "meaning": "the benchmark on its own (004 §4.3 ceiling a)"})
+    if "exchange_gbps_per_direction" in bc:
+        v = bc["exchange_gbps_per_direction"]
+        lines.append({"kind": "ceiling-bandwidth", "label": f"exchange alone, during the sweep ({v:.4g} GB/s)",
+                      "xy": _bw_line(v, m.peak_gflops, lo, hi),
+                      "meaning": "the benchmark's communication on its own (004 §4.3 ceiling b)"})
     return {"schema": SCHEMA, "command": "plot", "convention": CONVENTION,
             "machine": {"name": m.name, "peak_gflops": m.peak_gflops, "nodes": m.nodes,
                         "shared_memory": m.shared_memory, "peak_note": m.peak_note,

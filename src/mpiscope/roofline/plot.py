@@ -10,14 +10,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-# kind -> (colour, line width, line style); bandwidth ceilings take the next colour of BW_COLORS
+# kind -> (colour, line width, line style); ceilings take the next colour of their CYCLE
 STYLE: dict[str, tuple[str, float, str]] = {
     "roof": ("black", 2.2, "-"),
     "roof-alt": ("0.35", 1.4, "-."),
     "ceiling-compute": ("tab:green", 1.3, "--"),
     "ceiling-bandwidth": ("tab:blue", 1.3, ":"),
 }
-BW_COLORS = ["tab:blue", "tab:cyan", "tab:purple", "tab:brown"]
+CYCLE = {"ceiling-bandwidth": ["tab:blue", "tab:cyan", "tab:brown", "tab:pink"],
+         "ceiling-compute": ["tab:green", "tab:olive", "darkgreen"]}
 
 
 def render_png(d: dict[str, Any]) -> bytes:
@@ -26,12 +27,13 @@ def render_png(d: dict[str, Any]) -> bytes:
     ax.set_yscale("log")
     ax.set_xlim(*d["x_range"])
     ax.set_ylim(*d["y_range"])
-    n_bw = 0
+    used = {k: 0 for k in CYCLE}
     for line in d["lines"]:
         xs, ys = zip(*line["xy"])
-        color, width, style = STYLE[line["kind"]]
-        if line["kind"] == "ceiling-bandwidth":
-            color, n_bw = BW_COLORS[n_bw % len(BW_COLORS)], n_bw + 1
+        kind = line["kind"]
+        color, width, style = STYLE[kind]
+        if kind in CYCLE:
+            color, used[kind] = CYCLE[kind][used[kind] % len(CYCLE[kind])], used[kind] + 1
         ax.plot(xs, ys, label=line["label"], color=color, lw=width, ls=style)
     r = d["ridge"]
     ax.axvline(r["intensity"], color="0.6", lw=0.8, ls="--")
