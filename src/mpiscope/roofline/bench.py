@@ -120,4 +120,4 @@ def run_bench(m: Machine, machine_file: str, launch: Launch, plans: list[Plan], 
     ceilings = {"dgemm_gflops": best(0)["flops_per_node"] / best(0)["seconds"] / 1e9,
                 "exchange_gbps_per_direction": best(1)["bytes_per_node"] / 2.0 / best(1)["seconds"] / 1e9}
     points = [summarize_point(m, [ln for ln in lines if ln["point"] == i + 2]) for i in range(len(plans))]
-    return BenchResult(m, machine_file, hosts, launch.ranks, matrix_n, points, ceilings)
+    return BenchResult(m, machine_file, hosts, len(hosts), matrix_n, points, ceilings)

@@ -107,11 +107,11 @@ def measure(launch: Launch, cpu: CpuPeak, s: Settings, peak_override: float | No
         peak_gflops=peak, networks=(roof,), ceilings=tuple(ceilings),
         topology="one host: ranks exchange through shared memory" if shared else
         f"{len(set(hosts))} hosts; topology not measured",
-        nodes=launch.ranks, peak_note=peak_note, shared_memory=shared,
+        nodes=len(hosts), peak_note=peak_note, shared_memory=shared,
         notes=("One host: every rank stands for a node with " f"{launch.threads} core(s), and the 'network' is "
                "shared memory." if shared else "One rank per node."),
         source=f"mpiscope roofline measure, {time.strftime('%Y-%m-%d %H:%M')}",
-        measured={"hosts": hosts, "ranks": launch.ranks, "threads_per_rank": launch.threads,
+        measured={"hosts": hosts, "ranks": len(hosts), "threads_per_rank": launch.threads,
                   "mpi": mpi.label, "matrix_n": s.matrix_n, "msg_bytes": s.msg_bytes, "repeat": s.repeat,
                   "dgemm_gflops": dgemm, "peak_estimate_gflops": est_peak,
                   **{f"bw_{k}_gbps_per_direction": v for k, v in bw.items()}})
