@@ -240,6 +240,13 @@ def test_chart_flags_a_point_above_the_roof_and_draws_it() -> None:
     assert "<script src" not in page and json.dumps(d["ridge"]) in page
 
 
+def test_chart_flags_a_ceiling_of_the_same_run_above_the_roof() -> None:
+    d = chart_data(MACHINE, {"points": [], "ceilings": {"dgemm_gflops": 90.0, "exchange_gbps_per_direction": 6.0}}, [])
+    assert len(d["errors"]) == 1 and "exchange_gbps_per_direction = 6" in d["errors"][0]
+    assert sum("during the sweep" in ln["label"] for ln in d["lines"]) == 2
+    assert render_png(d)[:4] == b"\x89PNG"
+
+
 def test_results_keep_the_previous_default_file(tmp_path: Path) -> None:
     default = tmp_path / "machine.toml"
     results.save(default, b"one", default, force=False)

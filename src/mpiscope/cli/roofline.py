@@ -25,7 +25,7 @@ from mpiscope.roofline.model import CONVENTION, Machine
 from mpiscope.roofline.native import make_launch
 
 
-def _launch_options(p: argparse.ArgumentParser) -> None:
+def _launch_options(p: argparse.ArgumentParser, repeat: int) -> None:
     p.add_argument("--ranks", type=int, help="ranks = nodes (default: the machine file's, else 2)")
     p.add_argument("--threads", type=int, help="BLAS threads per rank (default: the host's cores / ranks)")
     p.add_argument("--launcher", metavar="CMD", help="launch command without the program, one rank per node, "
@@ -33,7 +33,7 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matrix", type=int, default=512, metavar="N", help="matrix size of the products (512)")
     p.add_argument("--msg-bytes", type=int, default=4 << 20, help="largest message size (4 MiB)")
     p.add_argument("--seconds", type=float, default=0.4, help="target time of each measurement (0.4)")
-    p.add_argument("--repeat", type=int, default=3, help="repetitions; the best one counts (3)")
+    p.add_argument("--repeat", type=int, default=repeat, help=f"repetitions; the best one counts ({repeat})")
     p.add_argument("--out", type=Path, help="output file")
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON (- for stdout)")
@@ -45,12 +45,12 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     s.add_argument("--machine", type=Path, action="append", default=[], metavar="FILE", help="add your own file")
     s.add_argument("--json", metavar="FILE", help="write the figures as JSON (- for stdout)")
     m = sub.add_parser("measure", help="measure this machine or cluster and write a machine file")
-    _launch_options(m)
+    _launch_options(m, repeat=5)
     m.add_argument("--peak-gflops", type=float, help="the true peak per node, if you know it")
     m.add_argument("--fma-units", type=int, default=2, help="FMA units per core for the peak estimate (2)")
     m.add_argument("--name", help="name of the machine in the file")
     b = sub.add_parser("bench", help="run the 004 §4.2 benchmark over a sweep of intensities")
-    _launch_options(b)
+    _launch_options(b, repeat=3)
     b.add_argument("--machine", type=Path, default=results.MACHINE, metavar="FILE",
                    help=f"machine file that sizes the sweep (default: {results.MACHINE})")
     b.add_argument("--points", type=int, default=13, help="points of the default sweep (13)")

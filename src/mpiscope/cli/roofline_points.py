@@ -72,7 +72,7 @@ def run_plot(args: argparse.Namespace) -> int:
                     f"{len(d['points']) - n} application point(s)")
         output.text(f"wrote {png} and {html}")
     for e in d["errors"]:
-        output.warn(f"{e}; it is drawn as a red X (re-measure the machine or check the point's inputs)")
+        output.warn(f"{e}; re-measure the machine (mpiscope roofline measure) or check the inputs")
     output.emit_json({**d, "png": str(png), "html": str(html)}, args.json)
     return 0
 

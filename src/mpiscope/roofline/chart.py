@@ -47,7 +47,7 @@ def chart_data(m: Machine, bench: dict[str, Any] | None, apps: list[dict[str, An
         p["above_roof"] = p["gflops"] is not None and p["gflops"] > p["roof_gflops"] * (1.0 + ABOVE_TOLERANCE)
         if p["above_roof"]:
             errors.append(f"{p['label']}: {p['gflops']:.3g} GF/s is above the roof {p['roof_gflops']:.3g} GF/s "
-                          f"at I = {p['intensity']:.3g}: a measurement error")
+                          f"at I = {p['intensity']:.3g}: a measurement error (drawn as a red X)")
     xs = [p["intensity"] for p in points] + [w["to"][0] for w in what_ifs] + [r]
     xs += [m.peak_gflops / (2 * n.bw_gbps_per_direction) for n in m.networks]
     lo = 10 ** math.floor(math.log10(min(xs) / 3.0))
@@ -68,6 +68,12 @@ def chart_data(m: Machine, bench: dict[str, Any] | None, apps: list[dict[str, An
         lines.append({"kind": f"ceiling-{c.kind}", "label": f"{c.label} ({c.value:.4g} {unit})", "xy": xy,
                       "meaning": c.meaning})
     bc = (bench or {}).get("ceilings") or {}
+    for key, roof_value, what in (("dgemm_gflops", m.peak_gflops, "GF/s, above the peak"),
+                                  ("exchange_gbps_per_direction", net.bw_gbps_per_direction,
+                                   "GB/s per direction, above the network roof")):
+        if bc.get(key, 0.0) > roof_value:
+            errors.append(f"the sweep's own ceiling {key} = {bc[key]:.4g} {what} {roof_value:.4g}: the roof is no "
+                          f"upper bound (measured on a busier machine?)")
     if "dgemm_gflops" in bc:
         v = bc["dgemm_gflops"]
         lines.append({"kind": "ceiling-compute", "label": f"products alone, during the sweep ({v:.4g} GF/s)",

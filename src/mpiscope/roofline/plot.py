@@ -69,6 +69,11 @@ def render_png(d: dict[str, Any]) -> bytes:
     ax.legend(fontsize=8, loc="lower right")
     buf = io.BytesIO()
     fig.tight_layout()
+    if d["errors"]:
+        # the chart's own warning: a reader of the PNG alone must see it too
+        fig.subplots_adjust(bottom=0.1 + 0.035 * min(len(d["errors"]), 3))
+        fig.text(0.01, 0.01, "\n".join(d["errors"][:3]) + ("\n..." if len(d["errors"]) > 3 else ""),
+                 color="red", fontsize=7, va="bottom")
     fig.savefig(buf, format="png")
     plt.close(fig)
     return buf.getvalue()
