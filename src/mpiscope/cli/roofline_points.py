@@ -140,6 +140,7 @@ def run_place(args: argparse.Namespace) -> int:
         if not f > 0:
             raise UsageError(f"--comm-factor {f}: give a factor greater than 0 (0.25 = a quarter of the bytes)")
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    why_not = None
     if args.trace_dir is None:
         if args.intensity is None or args.intensity <= 0:
             raise UsageError("give a trace directory (mpiscope roofline place TRACE_DIR) or a point with "
@@ -151,13 +152,15 @@ def run_place(args: argparse.Namespace) -> int:
         if counted:
             flops, source = counted.flops, counted.source
         elif args.flops and args.flops > 0:
-            flops, source = args.flops, "given with --flops" + (f" (no hardware count: {why_not})" if why_not else "")
+            flops, source = args.flops, "given with --flops"
         else:
             why = why_not or ("this trace was not recorded with flop counting "
                               f"(mpiscope roofline place {args.trace_dir} --run mpiexec ...)")
             raise UsageError(f"no flop count for {args.trace_dir}: {why}; give the run's total with --flops N")
         pl = place_trace(open_trace(args.trace_dir), m, net, flops, source, args.ranks_as_nodes, factors)
     data = pl.to_json()
+    if cmd and why_not:
+        data["notes"].append(f"flops were not counted by hardware: {why_not}")
     if args.json != "-":
         render_place(data)
     output.emit_json(data, args.json)
