@@ -124,6 +124,7 @@ def test_roofline_errors_are_one_sentence(mpich: Mpi, tmp_path: Path, run_traced
     trace = run_traced("ring", 2, args=["2", "64"])
     cases = [
         (["measure", "--ranks", "1"], "at least 2 nodes"),
+        (["measure", "--seconds", "0"], "greater than 0"),
         (["bench"], "roofline measure"),
         (["place", str(trace.path), "--system", "sx9"], "--flops"),
         (["place", str(trace.path), "--system", "sx9", "--flops", "1e6", "--comm-factor", "0"], "greater than 0"),

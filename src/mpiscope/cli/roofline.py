@@ -39,6 +39,20 @@ def _launch_options(p: argparse.ArgumentParser, repeat: int) -> None:
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON (- for stdout)")
 
 
+def _check_sizes(args: argparse.Namespace) -> None:
+    limits = {"matrix": (1, 1 << 15), "msg_bytes": (1, 1 << 30), "repeat": (1, 1000), "points": (2, 1000),
+              "fma_units": (1, 16)}
+    for name, (lo, hi) in limits.items():
+        value = getattr(args, name, None)
+        if value is not None and not lo <= value <= hi:
+            raise UsageError(f"--{name.replace('_', '-')} {value} is out of range; give a whole number "
+                             f"from {lo} to {hi}")
+    for name in ("seconds", "peak_gflops"):
+        value = getattr(args, name, None)
+        if value is not None and not value > 0:
+            raise UsageError(f"--{name.replace('_', '-')} {value} must be greater than 0")
+
+
 def prepare_parser(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     s = sub.add_parser("systems", help="list machine descriptions with computed and printed ridge points")
@@ -88,6 +102,7 @@ def _host_cores() -> int:
 
 
 def run_measure(args: argparse.Namespace) -> int:
+    _check_sizes(args)
     cpu = read_cpu(args.fma_units)
     ranks = args.ranks or 2
     threads = args.threads or (max(1, min(cpu.cores, _host_cores()) // ranks) if not args.launcher else cpu.cores)
@@ -124,6 +139,7 @@ def load_measured(path: Path) -> Machine:
 
 
 def run_bench_cmd(args: argparse.Namespace) -> int:
+    _check_sizes(args)
     m = load_measured(args.machine)
     ranks = args.ranks or int(m.measured.get("ranks", 2))
     threads = args.threads or int(m.measured.get("threads_per_rank", 1))
