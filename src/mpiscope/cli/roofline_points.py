@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ def pick_machine(args: argparse.Namespace) -> Machine:
 
 def prepare_plot(p: argparse.ArgumentParser) -> None:
     _machine_args(p)
+    p.add_argument("--network", metavar="LABEL", help="the machine's network level drawn as the roof "
+                   "(default: the first; the others are drawn dashed)")
     p.add_argument("--bench", type=Path, help=f"benchmark results (default with the measured machine: {results.BENCH})")
     p.add_argument("--app", type=Path, action="append", default=[], metavar="FILE",
                    help="application point written by place --json FILE (repeatable)")
@@ -55,6 +58,8 @@ def run_plot(args: argparse.Namespace) -> int:
     from mpiscope.roofline.plot import render_png
 
     m = pick_machine(args)
+    roof = m.network(args.network)
+    m = replace(m, networks=(roof, *[n for n in m.networks if n is not roof]))
     bench_path = args.bench or (results.BENCH if not args.system and results.BENCH.is_file() else None)
     hint = "run mpiscope roofline bench, or give the file it wrote with --bench"
     bench = results.load_json(bench_path, "benchmark file", "mpiscope.roofline/1", hint) if bench_path else None

@@ -17,7 +17,8 @@ STYLE: dict[str, tuple[str, float, str]] = {
     "ceiling-compute": ("tab:green", 1.3, "--"),
     "ceiling-bandwidth": ("tab:blue", 1.3, ":"),
 }
-CYCLE = {"ceiling-bandwidth": ["tab:blue", "tab:cyan", "tab:brown", "tab:pink"],
+CYCLE = {"roof-alt": ["0.35", "tab:red", "tab:olive", "tab:gray"],
+         "ceiling-bandwidth": ["tab:blue", "tab:cyan", "tab:brown", "tab:pink"],
          "ceiling-compute": ["tab:green", "tab:olive", "darkgreen"]}
 
 
