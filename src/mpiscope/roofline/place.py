@@ -105,7 +105,11 @@ class Placement:
         if self.intensity is None or self.gflops is None:
             return None
         v = classify(self.machine, self.intensity, self.gflops, self.network)
-        return {"kind": v.kind, "line": v.line, "fraction": v.fraction, "advice": v.advice}
+        advice = v.advice
+        if v.kind == "network-bound" and self.traffic is not None:
+            # 004 §3 (point E) recommends task placement; hand the trace's pattern to the mapper
+            advice += f"; e.g. mpiscope map --network <your topology> --pattern {self.label}"
+        return {"kind": v.kind, "line": v.line, "fraction": v.fraction, "advice": advice}
 
     def what_ifs(self) -> list[dict[str, float]]:
         if self.intensity is None:
