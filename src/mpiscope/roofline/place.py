@@ -108,7 +108,7 @@ class Placement:
         advice = v.advice
         if v.kind == "network-bound" and self.traffic is not None:
             # 004 §3 (point E) recommends task placement; hand the trace's pattern to the mapper
-            advice += f"; e.g. mpiscope map --network <your topology> --pattern {self.label}"
+            advice += f"; e.g. mpiscope map --network torus:AxBxC --trace {self.label}"
         return {"kind": v.kind, "line": v.line, "fraction": v.fraction, "advice": advice}
 
     def what_ifs(self) -> list[dict[str, float]]:
