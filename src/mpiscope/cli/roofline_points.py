@@ -60,7 +60,9 @@ def run_plot(args: argparse.Namespace) -> int:
     m = pick_machine(args)
     roof = m.network(args.network)
     m = replace(m, networks=(roof, *[n for n in m.networks if n is not roof]))
-    bench_path = args.bench or (results.BENCH if not args.system and results.BENCH.is_file() else None)
+    # the default bench file belongs to the default machine file, not to a machine named on the command line
+    default_machine = args.system is None and args.machine is None
+    bench_path = args.bench or (results.BENCH if default_machine and results.BENCH.is_file() else None)
     hint = "run mpiscope roofline bench, or give the file it wrote with --bench"
     bench = results.load_json(bench_path, "benchmark file", "mpiscope.roofline/1", hint) if bench_path else None
     apps = [results.load_json(a, "application file", "mpiscope.roofline/1",
