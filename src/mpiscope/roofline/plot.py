@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import textwrap
 from typing import Any
 
 import matplotlib
@@ -72,9 +73,10 @@ def render_png(d: dict[str, Any]) -> bytes:
     fig.tight_layout()
     if d["errors"]:
         # the chart's own warning: a reader of the PNG alone must see it too
-        fig.subplots_adjust(bottom=0.1 + 0.035 * min(len(d["errors"]), 3))
-        fig.text(0.01, 0.01, "\n".join(d["errors"][:3]) + ("\n..." if len(d["errors"]) > 3 else ""),
-                 color="red", fontsize=7, va="bottom")
+        lines = [ln for e in d["errors"][:3] for ln in textwrap.wrap(e, 150)]
+        lines += ["..."] if len(d["errors"]) > 3 else []
+        fig.subplots_adjust(bottom=0.1 + 0.025 * len(lines))
+        fig.text(0.01, 0.01, "\n".join(lines), color="red", fontsize=7, va="bottom")
     fig.savefig(buf, format="png")
     plt.close(fig)
     return buf.getvalue()
