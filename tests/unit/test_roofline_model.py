@@ -13,6 +13,7 @@ from mpiscope.errors import UsageError
 from mpiscope.roofline import flops, results
 from mpiscope.roofline.bench import plan_points
 from mpiscope.roofline.chart import chart_data
+from mpiscope.roofline.chart import overlay_data as chart_data_overlay
 from mpiscope.roofline.cpu import parse_cpuinfo
 from mpiscope.roofline.html import render_html
 from mpiscope.roofline.machines import (
@@ -245,6 +246,15 @@ def test_chart_flags_a_ceiling_of_the_same_run_above_the_roof() -> None:
     assert len(d["errors"]) == 1 and "exchange_gbps_per_direction = 6" in d["errors"][0]
     assert sum("during the sweep" in ln["label"] for ln in d["lines"]) == 2
     assert render_png(d)[:4] == b"\x89PNG"
+
+
+def test_overlay_of_the_five_systems_like_fig_5() -> None:
+    d = chart_data_overlay([builtin(k) for k in builtin_names()])
+    assert d["overlay"] and len(d["lines"]) == 5 and len(d["ridges"]) == 5
+    fx1 = next(r for r in d["ridges"] if r["label"] == "Fujitsu FX1")
+    assert fx1["intensity"] == 10.0 and fx1["gflops"] == 40.0
+    assert d["x_range"][0] < 2.36 / 10 and d["x_range"][1] > 36.2 * 10
+    assert render_png(d)[:4] == b"\x89PNG" and "ridge I = " in render_html(d).decode()
 
 
 def test_results_keep_the_previous_default_file(tmp_path: Path) -> None:

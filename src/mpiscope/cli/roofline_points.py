@@ -18,7 +18,7 @@ from mpiscope.errors import UsageError
 from mpiscope.output import fmt_bytes
 from mpiscope.roofline import flops as perf_flops
 from mpiscope.roofline import results
-from mpiscope.roofline.chart import chart_data
+from mpiscope.roofline.chart import chart_data, overlay_data
 from mpiscope.roofline.cpu import CPUINFO
 from mpiscope.roofline.html import render_html
 from mpiscope.roofline.machines import builtin, builtin_names, load_machine
@@ -42,7 +42,11 @@ def pick_machine(args: argparse.Namespace) -> Machine:
 
 
 def prepare_plot(p: argparse.ArgumentParser) -> None:
-    _machine_args(p)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--machine", type=Path, metavar="FILE", help=f"machine file (default: {results.MACHINE})")
+    g.add_argument("--system", metavar="KEY", action="append",
+                   help=f"a built-in system ({', '.join(builtin_names())}); repeat it, or say 'all', to "
+                   f"overlay several systems' roofs (004 Fig. 5)")
     p.add_argument("--network", metavar="LABEL", help="the machine's network level drawn as the roof "
                    "(default: the first; the others are drawn dashed)")
     p.add_argument("--bench", type=Path, help=f"benchmark results (default with the measured machine: {results.BENCH})")
@@ -53,10 +57,14 @@ def prepare_plot(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", help="write the chart data as JSON (- for stdout)")
 
 
-def run_plot(args: argparse.Namespace) -> int:
-    # matplotlib takes seconds to import, and every `mpiscope` command builds this verb's parser
-    from mpiscope.roofline.plot import render_png
-
+def _chart(args: argparse.Namespace) -> dict[str, Any]:
+    keys = builtin_names() if args.system == ["all"] else (args.system or [])
+    if len(keys) > 1:
+        if args.bench or args.app:
+            raise UsageError("several systems give an overlay of their roofs only; plot points with one "
+                             "--system or --machine")
+        return overlay_data([builtin(k) for k in keys])
+    args.system = keys[0] if keys else None
     m = pick_machine(args)
     roof = m.network(args.network)
     m = replace(m, networks=(roof, *[n for n in m.networks if n is not roof]))
@@ -67,17 +75,25 @@ def run_plot(args: argparse.Namespace) -> int:
     bench = results.load_json(bench_path, "benchmark file", "mpiscope.roofline/1", hint) if bench_path else None
     apps = [results.load_json(a, "application file", "mpiscope.roofline/1",
                               "write one with mpiscope roofline place DIR --json FILE") for a in args.app]
-    d = chart_data(m, bench, apps)
+    return chart_data(m, bench, apps)
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    # matplotlib takes seconds to import, and every `mpiscope` command builds this verb's parser
+    from mpiscope.roofline.plot import render_png
+
+    d = _chart(args)
     prefix = args.out or results.PLOT
     png, html = prefix.with_suffix(".png"), prefix.with_suffix(".html")
     default = args.out is None
     results.save(png, render_png(d), png if default else Path(), args.force)
     results.save(html, render_html(d), html if default else Path(), args.force)
     if args.json != "-":
+        for r in d["ridges"]:
+            name = r["label"] if d["overlay"] else d["machine"]["name"]
+            output.text(f"{name}: ridge I = {r['intensity']:.3g} flop/B")
         n = sum(p["series"] == "benchmark" for p in d["points"])
-        output.text(f"{m.name}: ridge I = {d['ridge']['intensity']:.3g} flop/B; {n} benchmark point(s), "
-                    f"{len(d['points']) - n} application point(s)")
-        output.text(f"wrote {png} and {html}")
+        output.text(f"{n} benchmark point(s), {len(d['points']) - n} application point(s); wrote {png} and {html}")
     for e in d["errors"]:
         output.warn(f"{e}; re-measure the machine (mpiscope roofline measure) or check the inputs")
     output.emit_json({**d, "png": str(png), "html": str(html)}, args.json)

@@ -83,10 +83,33 @@ def chart_data(m: Machine, bench: dict[str, Any] | None, apps: list[dict[str, An
         lines.append({"kind": "ceiling-bandwidth", "label": f"exchange alone, during the sweep ({v:.4g} GB/s)",
                       "xy": _bw_line(v, m.peak_gflops, lo, hi),
                       "meaning": "the benchmark's communication on its own (004 §4.3 ceiling b)"})
-    return {"schema": SCHEMA, "command": "plot", "convention": CONVENTION,
+    return {"schema": SCHEMA, "command": "plot", "overlay": False, "convention": CONVENTION,
             "machine": {"name": m.name, "peak_gflops": m.peak_gflops, "nodes": m.nodes,
                         "shared_memory": m.shared_memory, "peak_note": m.peak_note,
                         "bw_gbps_per_direction": net.bw_gbps_per_direction, "network": net.label},
             "ridge": {"intensity": r, "gflops": m.peak_gflops},
+            "ridges": [{"label": "ridge", "intensity": r, "gflops": m.peak_gflops}],
             "x_range": [lo, hi], "y_range": [ylo, yhi], "lines": lines, "points": points,
             "what_ifs": what_ifs, "errors": errors}
+
+
+def overlay_data(machines: list[Machine]) -> dict[str, Any]:
+    """Several systems' roofs on one chart, each with its first network (004 Fig. 5)."""
+    knees = [ridge(m.peak_gflops, m.networks[0].bw_gbps_per_direction) for m in machines]
+    ridges: list[dict[str, Any]] = [{"label": m.name, "intensity": k, "gflops": m.peak_gflops}
+                                    for m, k in zip(machines, knees)]
+    lo = 10 ** math.floor(math.log10(min(knees) / 30.0))
+    hi = 10 ** math.ceil(math.log10(max(knees) * 30.0))
+    peaks = [m.peak_gflops for m in machines]
+    lines = []
+    for m, k in zip(machines, knees):
+        bw = m.networks[0].bw_gbps_per_direction
+        lines.append({"kind": "system", "label": f"{m.name}: {m.peak_gflops:.4g} GF/s, 2 x {bw:.4g} GB/s x I",
+                      "xy": [[lo, 2.0 * bw * lo], [k, m.peak_gflops], [hi, m.peak_gflops]]})
+    ylo = 10 ** math.floor(math.log10(min(2.0 * m.networks[0].bw_gbps_per_direction * lo for m in machines)))
+    return {"schema": SCHEMA, "command": "plot", "overlay": True, "convention": CONVENTION,
+            "machine": {"name": ", ".join(m.name for m in machines), "peak_gflops": None, "nodes": None,
+                        "shared_memory": False, "peak_note": "", "bw_gbps_per_direction": None, "network": ""},
+            "ridge": ridges[0], "ridges": ridges, "x_range": [lo, hi],
+            "y_range": [ylo, 10 ** math.ceil(math.log10(max(peaks) * 2.0))], "lines": lines, "points": [],
+            "what_ifs": [], "errors": []}

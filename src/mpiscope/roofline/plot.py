@@ -17,8 +17,10 @@ STYLE: dict[str, tuple[str, float, str]] = {
     "roof-alt": ("0.35", 1.4, "-."),
     "ceiling-compute": ("tab:green", 1.3, "--"),
     "ceiling-bandwidth": ("tab:blue", 1.3, ":"),
+    "system": ("tab:blue", 2.0, "-"),
 }
 CYCLE = {"roof-alt": ["0.35", "tab:red", "tab:olive", "tab:gray"],
+         "system": ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:gray"],
          "ceiling-bandwidth": ["tab:blue", "tab:cyan", "tab:brown", "tab:pink"],
          "ceiling-compute": ["tab:green", "tab:olive", "darkgreen"]}
 
@@ -37,10 +39,10 @@ def render_png(d: dict[str, Any]) -> bytes:
         if kind in CYCLE:
             color, used[kind] = CYCLE[kind][used[kind] % len(CYCLE[kind])], used[kind] + 1
         ax.plot(xs, ys, label=line["label"], color=color, lw=width, ls=style)
-    r = d["ridge"]
-    ax.axvline(r["intensity"], color="0.6", lw=0.8, ls="--")
-    ax.annotate(f"ridge I = {r['intensity']:.3g}", (r["intensity"], r["gflops"]), textcoords="offset points",
-                xytext=(6, -16), fontsize=9, color="0.3")
+    for r in d["ridges"]:
+        ax.axvline(r["intensity"], color="0.6", lw=0.8, ls="--")
+        ax.annotate(f"ridge I = {r['intensity']:.3g}", (r["intensity"], r["gflops"]), textcoords="offset points",
+                    xytext=(6, -16), fontsize=9, color="0.3")
     ok = [p for p in d["points"] if not p["above_roof"] and p["gflops"]]
     bad = [p for p in d["points"] if p["above_roof"]]
     bench = [p for p in ok if p["series"] == "benchmark"]
@@ -63,8 +65,11 @@ def render_png(d: dict[str, Any]) -> bytes:
         ax.annotate(f"{w['label']}\nI = {w['to'][0]:.3g}, {w['to'][1]:.4g} GF/s", w["to"],
                     textcoords="offset points", xytext=(-10, 10), ha="right", fontsize=8, color="tab:purple")
     m = d["machine"]
-    where = "ranks on one host, shared memory" if m["shared_memory"] else f"{m['nodes'] or '?'} nodes"
-    ax.set_title(f"Communication roofline: {m['name']} ({where})", fontsize=11)
+    if d["overlay"]:
+        ax.set_title("Communication rooflines of several systems (as 004 Fig. 5)", fontsize=11)
+    else:
+        where = "ranks on one host, shared memory" if m["shared_memory"] else f"{m['nodes'] or '?'} nodes"
+        ax.set_title(f"Communication roofline: {m['name']} ({where})", fontsize=11)
     ax.set_xlabel("communication intensity I (flop per inter-node byte sent + received)")
     ax.set_ylabel("GF/s per node")
     ax.grid(True, which="major", alpha=0.3)
