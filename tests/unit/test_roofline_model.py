@@ -12,8 +12,7 @@ from conftest import mpiscope_cli
 from mpiscope.errors import UsageError
 from mpiscope.roofline import flops, results
 from mpiscope.roofline.bench import plan_points
-from mpiscope.roofline.chart import chart_data
-from mpiscope.roofline.chart import overlay_data as chart_data_overlay
+from mpiscope.roofline.chart import chart_data, overlay_data
 from mpiscope.roofline.cpu import parse_cpuinfo
 from mpiscope.roofline.html import render_html
 from mpiscope.roofline.machines import (
@@ -249,7 +248,7 @@ def test_chart_flags_a_ceiling_of_the_same_run_above_the_roof() -> None:
 
 
 def test_overlay_of_the_five_systems_like_fig_5() -> None:
-    d = chart_data_overlay([builtin(k) for k in builtin_names()])
+    d = overlay_data([builtin(k) for k in builtin_names()])
     assert d["overlay"] and len(d["lines"]) == 5 and len(d["ridges"]) == 5
     fx1 = next(r for r in d["ridges"] if r["label"] == "Fujitsu FX1")
     assert fx1["intensity"] == 10.0 and fx1["gflops"] == 40.0
