@@ -145,10 +145,11 @@ def test_each_rank_runs_under_its_own_perf_stat(mpich: Mpi, roofline_mm: Path, t
 
     from mpiscope.roofline.flops import wrap
     require(shutil.which("perf") is not None, "perf", "apt-get install linux-perf")
-    cmd = wrap([*mpich.launch(2), str(roofline_mm), "pingpong", "1000", "5", "-r", "1"], tmp_path,
+    counts = tmp_path / "trace" / "flops"         # created by the wrapper on each node
+    cmd = wrap([*mpich.launch(2), str(roofline_mm), "pingpong", "1000", "5", "-r", "1"], counts,
                [("task-clock", 1)])
     done = subprocess.run(cmd, env=mpich.environ(), capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    files = sorted(tmp_path.glob("*.csv"))
+    files = sorted(counts.glob("*.csv"))
     assert len(files) == 2
     assert all("task-clock:u" in f.read_text() for f in files)

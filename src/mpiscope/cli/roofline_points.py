@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mpiscope import output
-from mpiscope.errors import UsageError
+from mpiscope.errors import MpiscopeError, UsageError
 from mpiscope.output import fmt_bytes
 from mpiscope.roofline import flops as perf_flops
 from mpiscope.roofline import results
@@ -141,12 +141,19 @@ def _record(trace_dir: Path, cmd: list[str], force: bool, quiet_stdout: bool) ->
 
     events = perf_flops.flop_events(CPUINFO.read_text() if CPUINFO.is_file() else "")
     why_not = perf_flops.probe(events)
-    with tempfile.TemporaryDirectory(prefix="mpiscope-flops-") as tmp:
-        run_cmd = cmd if why_not else perf_flops.wrap(cmd, Path(tmp), events)
-        with _stdout_to_stderr(quiet_stdout):
-            result = run_traced(run_cmd, trace_dir, force=force)
-        if not why_not:
-            shutil.copytree(tmp, trace_dir / perf_flops.DIR_NAME, dirs_exist_ok=True)
+    counts = trace_dir / perf_flops.DIR_NAME
+    run_cmd = cmd if why_not else perf_flops.wrap(cmd, counts, events)
+    with tempfile.TemporaryDirectory(prefix="mpiscope-flops-") as old:
+        # counts of a trace being replaced (--force) must not add to the new run's, nor be lost if it fails
+        if counts.is_dir() and force:
+            shutil.move(str(counts), old)
+        try:
+            with _stdout_to_stderr(quiet_stdout):
+                result = run_traced(run_cmd, trace_dir, force=force)
+        except MpiscopeError:
+            if Path(old, perf_flops.DIR_NAME).is_dir() and not counts.exists():
+                shutil.move(str(Path(old, perf_flops.DIR_NAME)), str(counts))
+            raise
     if result.exit_code != 0:
         output.warn(f"the program exited with code {result.exit_code}; its point may be incomplete")
     return why_not

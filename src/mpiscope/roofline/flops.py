@@ -69,13 +69,14 @@ def probe(events: list[tuple[str, int]]) -> str | None:
 
 
 def wrap(cmd: list[str], out_dir: Path, events: list[tuple[str, int]]) -> list[str]:
-    """Put each rank under `perf stat`, writing <host>.<pid>.csv into out_dir."""
+    """Put each rank under `perf stat`, writing <host>.<pid>.csv into out_dir (in the trace directory,
+    which every rank already writes to, so it is reachable from every node)."""
     prog = program_of(cmd)
     if prog is None:
         raise UsageError(f"{cmd[0]} is not an MPI launcher; give the command as mpiexec -n N ./app ... "
                          f"so that each rank can be counted")
     i = cmd.index(prog)
-    script = 'exec perf stat -x , -e "$1" -o "$0/$(hostname).$$.csv" -- "${@:2}"'
+    script = 'mkdir -p "$0" && exec perf stat -x , -e "$1" -o "$0/$(hostname).$$.csv" -- "${@:2}"'
     return [*cmd[:i], "bash", "-c", script, str(out_dir.resolve()), _event_list(events), *cmd[i:]]
 
 
