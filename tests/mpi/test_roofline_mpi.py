@@ -45,6 +45,7 @@ def test_measure_bench_plot(tmp_path: Path, mpich: Mpi, roofline_mm: Path) -> No
     assert m["bw_gbps_per_direction"] == max(m["bw_gbps_per_direction_measured"].values())
     assert m["ridge"] == pytest.approx(m["peak_gflops"] / (2 * m["bw_gbps_per_direction"]))
     assert (tmp_path / "mpiscope-roofline" / "machine.toml").is_file()
+    assert m["measured"]["clock_ghz"] > 0 and m["peak_gflops"] >= m["measured"]["clock_ghz"] * 2
 
     b = cli(["bench", "--points", "5", *SMALL], mpich, tmp_path)
     assert len(b["points"]) == 5 and b["nodes"] == 2 and b["shared_memory"]

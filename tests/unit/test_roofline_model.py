@@ -13,7 +13,7 @@ from mpiscope.errors import UsageError
 from mpiscope.roofline import flops, results
 from mpiscope.roofline.bench import plan_points
 from mpiscope.roofline.chart import chart_data, overlay_data
-from mpiscope.roofline.cpu import parse_cpuinfo
+from mpiscope.roofline.cpu import parse_cpuinfo, with_clock
 from mpiscope.roofline.html import render_html
 from mpiscope.roofline.machines import (
     builtin,
@@ -154,6 +154,9 @@ def test_cpu_peak_estimates() -> None:
     assert skx.clock_source == "cpufreq maximum"
     with pytest.raises(UsageError, match="no processor"):
         parse_cpuinfo("")
+    boosted = with_clock(epyc, 3.2)
+    assert boosted.gflops_per_core == pytest.approx(3.2 * 16) and "2.45 GHz" in boosted.clock_source
+    assert with_clock(epyc, 1.1) is epyc          # a clock slowed by other processes never lowers the peak
 
 
 def test_perf_stat_csv_to_flops(tmp_path: Path) -> None:

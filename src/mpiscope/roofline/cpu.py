@@ -1,6 +1,7 @@
 """Theoretical peak of this machine's CPU, estimated from /proc/cpuinfo and cpufreq.
 
-peak = cores x clock x SIMD width (doubles) x 2 if FMA x FMA units per core.
+peak = cores x clock x SIMD width (doubles) x 2 if FMA x FMA units per core; the clock is the
+faster of the listed one and the one measured by `roofline_mm clock`.
 Linux does not expose the number of FMA pipes; 2 is what current server
 cores have (Intel since Haswell, AMD since Zen 2, Arm Neoverse), so it is an
 assumption, stated with the estimate, and `--fma-units` overrides it.
@@ -9,7 +10,7 @@ assumption, stated with the estimate, and `--fma-units` overrides it.
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mpiscope.errors import UsageError
@@ -73,6 +74,15 @@ def parse_cpuinfo(text: str, max_khz: str | None = None, fma_units: int = 2) -> 
         raise UsageError("no clock frequency in /proc/cpuinfo or cpufreq; give the peak with --peak-gflops")
     model = first.get("model name") or first.get("cpu part") or platform.processor() or "unknown CPU"
     return CpuPeak(model, cores, ghz, source, width, fma, fma_units)
+
+
+def with_clock(cpu: CpuPeak, measured_ghz: float) -> CpuPeak:
+    """Use the measured core clock where it is faster than the listed one (boost clocks; a VM's
+    /proc/cpuinfo often lists only the TSC rate), so that the peak stays an upper bound."""
+    if measured_ghz <= cpu.ghz:
+        return cpu
+    return replace(cpu, ghz=measured_ghz,
+                   clock_source=f"measured with a dependent add chain; {cpu.clock_source} says {cpu.ghz:.3g} GHz")
 
 
 def read_cpu(fma_units: int = 2) -> CpuPeak:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mpiscope.mpi.find import built_against
-from mpiscope.roofline.cpu import CpuPeak
+from mpiscope.roofline.cpu import CpuPeak, with_clock
 from mpiscope.roofline.model import Ceiling, Machine, Network
 from mpiscope.roofline.native import Launch, one_host, run_program
 
@@ -68,6 +68,8 @@ def _best(lines: list[dict[str, Any]], **match: Any) -> dict[str, Any]:
 
 
 def measure(launch: Launch, cpu: CpuPeak, s: Settings, peak_override: float | None = None) -> Measurement:
+    _, clock = run_program(launch, ["clock"])
+    cpu = with_clock(cpu, float(clock[0]["ghz"]))
     est_peak = cpu.gflops_per_core * launch.threads
     flops_per_rep = 2.0 * s.matrix_n ** 3
     reps = max(1, math.ceil(s.seconds * est_peak * 1e9 / flops_per_rep))
@@ -113,7 +115,7 @@ def measure(launch: Launch, cpu: CpuPeak, s: Settings, peak_override: float | No
         source=f"mpiscope roofline measure, {time.strftime('%Y-%m-%d %H:%M')}",
         measured={"hosts": hosts, "ranks": len(hosts), "threads_per_rank": launch.threads,
                   "mpi": mpi.label, "matrix_n": s.matrix_n, "msg_bytes": s.msg_bytes, "repeat": s.repeat,
-                  "dgemm_gflops": dgemm, "peak_estimate_gflops": est_peak,
+                  "dgemm_gflops": dgemm, "peak_estimate_gflops": est_peak, "clock_ghz": cpu.ghz,
                   **{f"bw_{k}_gbps_per_direction": v for k, v in bw.items()}})
     return Measurement(machine, cpu, hosts, dgemm, bw, warnings)
 
