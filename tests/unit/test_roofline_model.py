@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -248,6 +249,16 @@ def test_chart_flags_a_ceiling_of_the_same_run_above_the_roof() -> None:
     assert len(d["errors"]) == 1 and "exchange_gbps_per_direction = 6" in d["errors"][0]
     assert sum("during the sweep" in ln["label"] for ln in d["lines"]) == 2
     assert render_png(d)[:4] == b"\x89PNG"
+
+
+def test_a_measured_roof_is_raised_by_a_faster_exchange_in_the_sweep() -> None:
+    measured = Machine("here", 100.0, (Network("best measured", 5.0),), measured={"ranks": 2})
+    bench = {"points": [{"intensity": 1.0, "gflops": 11.0}], "ceilings": {"exchange_gbps_per_direction": 6.0}}
+    d = chart_data(measured, bench, [])
+    assert d["errors"] == [] and "raised from 5 to 6" in d["notes"][0]
+    assert d["points"][0]["roof_gflops"] == 12.0 and not d["points"][0]["above_roof"]
+    # a data-sheet roof is not raised: the same sweep is an error there
+    assert chart_data(replace(measured, measured={}), bench, [])["errors"]
 
 
 def test_overlay_of_the_five_systems_like_fig_5() -> None:

@@ -160,6 +160,8 @@ def run_bench_cmd(args: argparse.Namespace) -> int:
         c = res.ceilings
         output.text(f"ceilings in the same run (004 §4.3): the products alone {c['dgemm_gflops']:.2f} GF/s, "
                     f"the exchange alone {c['exchange_gbps_per_direction']:.2f} GB/s per direction")
+        for note in res.notes:
+            output.text(f"note: {note}")
         output.text(f"wrote {out}" + (f" (the previous one is kept as {kept})" if kept else ""))
     for p in res.above_roof():
         output.warn(f"the point at I = {p['intensity']:.3g} reached {p['gflops']:.2f} GF/s, above the roof "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mpiscope.roofline.bench import effective_machine
 from mpiscope.roofline.model import ABOVE_TOLERANCE, CONVENTION, Machine, attainable, ridge
 
 SCHEMA = "mpiscope.roofline/1"
@@ -25,6 +26,7 @@ def _bw_line(bw: float, peak: float, lo: float, hi: float) -> list[list[float]]:
 
 
 def chart_data(m: Machine, bench: dict[str, Any] | None, apps: list[dict[str, Any]]) -> dict[str, Any]:
+    m, raised = effective_machine(m, (bench or {}).get("ceilings") or {})
     net = m.networks[0]
     r = ridge(m.peak_gflops, net.bw_gbps_per_direction)
     points: list[dict[str, Any]] = []
@@ -90,7 +92,7 @@ def chart_data(m: Machine, bench: dict[str, Any] | None, apps: list[dict[str, An
             "ridge": {"intensity": r, "gflops": m.peak_gflops},
             "ridges": [{"label": "ridge", "intensity": r, "gflops": m.peak_gflops}],
             "x_range": [lo, hi], "y_range": [ylo, yhi], "lines": lines, "points": points,
-            "what_ifs": what_ifs, "errors": errors}
+            "what_ifs": what_ifs, "errors": errors, "notes": [raised] if raised else []}
 
 
 def overlay_data(machines: list[Machine]) -> dict[str, Any]:
@@ -112,4 +114,4 @@ def overlay_data(machines: list[Machine]) -> dict[str, Any]:
                         "shared_memory": False, "peak_note": "", "bw_gbps_per_direction": None, "network": ""},
             "ridge": ridges[0], "ridges": ridges, "x_range": [lo, hi],
             "y_range": [ylo, 10 ** math.ceil(math.log10(max(peaks) * 2.0))], "lines": lines, "points": [],
-            "what_ifs": [], "errors": []}
+            "what_ifs": [], "errors": [], "notes": []}
