@@ -67,7 +67,7 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     _launch_options(b, repeat=3)
     b.add_argument("--machine", type=Path, default=results.MACHINE, metavar="FILE",
                    help=f"machine file that sizes the sweep (default: {results.MACHINE})")
-    b.add_argument("--points", type=int, default=13, help="points of the default sweep (13)")
+    b.add_argument("--points", type=int, default=15, help="points of the default sweep (15)")
     b.add_argument("--intensities", type=float, nargs="+", metavar="I", help="flop/byte values to run instead")
     roofline_points.prepare_plot(sub.add_parser("plot", help="draw the roofline as PNG and interactive HTML"))
     roofline_points.prepare_place(sub.add_parser("place", help="place a traced application on the roofline"))

@@ -32,10 +32,11 @@ class Plan:
 
 
 def default_intensities(m: Machine, points: int) -> list[float]:
-    """About 1 ... 1000 (004 §4.2: the paper's points run from I <= 3 to I >= 140), widened to
-    straddle this machine's ridge by a factor 8 below and 100 above."""
+    """About 1 ... 1000 (004 §4.2: the paper's points run from I <= 3 to I >= 140), widened to reach
+    30x below this machine's ridge, where the products take a few % of the exchange's time and the
+    points show the bandwidth alone, and 100x above it, where the messages are as negligible."""
     r = ridge(m.peak_gflops, m.networks[0].bw_gbps_per_direction)
-    lo, hi = min(1.0, r / 8.0), max(1000.0, r * 100.0)
+    lo, hi = min(1.0, r / 30.0), max(1000.0, r * 100.0)
     return [float(x) for x in np.geomspace(lo, hi, points)]
 
 
