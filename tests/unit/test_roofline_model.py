@@ -261,6 +261,19 @@ def test_a_measured_roof_is_raised_by_a_faster_exchange_in_the_sweep() -> None:
     assert chart_data(replace(measured, measured={}), bench, [])["errors"]
 
 
+def test_plot_json_on_stdout_stays_json_with_notes_and_errors(tmp_path: Path) -> None:
+    measured = Machine("here", 100.0, (Network("best measured", 5.0),), measured={"ranks": 2})
+    (tmp_path / "m.toml").write_bytes(machine_to_toml(measured))
+    bench = {"schema": "mpiscope.roofline/1", "points": [{"intensity": 1.0, "gflops": 13.0}],
+             "ceilings": {"exchange_gbps_per_direction": 6.0}}
+    (tmp_path / "b.json").write_text(json.dumps(bench))
+    done = mpiscope_cli(["roofline", "plot", "--machine", str(tmp_path / "m.toml"), "--bench",
+                         str(tmp_path / "b.json"), "--out", str(tmp_path / "p"), "--json", "-"])
+    assert done.returncode == 0, done.stderr
+    d = json.loads(done.stdout)
+    assert d["notes"] and d["points"][0]["above_roof"] and "measurement error" in done.stderr
+
+
 def test_overlay_of_the_five_systems_like_fig_5() -> None:
     d = overlay_data([builtin(k) for k in builtin_names()])
     assert d["overlay"] and len(d["lines"]) == 5 and len(d["ridges"]) == 5

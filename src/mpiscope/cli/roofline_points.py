@@ -94,8 +94,8 @@ def run_plot(args: argparse.Namespace) -> int:
             output.text(f"{name}: ridge I = {r['intensity']:.3g} flop/B")
         n = sum(p["series"] == "benchmark" for p in d["points"])
         output.text(f"{n} benchmark point(s), {len(d['points']) - n} application point(s); wrote {png} and {html}")
-    for note in d["notes"]:
-        output.text(f"note: {note}")
+        for note in d["notes"]:
+            output.text(f"note: {note}")
     for e in d["errors"]:
         output.warn(f"{e}; re-measure the machine (mpiscope roofline measure) or check the inputs")
     output.emit_json({**d, "png": str(png), "html": str(html)}, args.json)
