@@ -146,7 +146,7 @@ def run_bench_cmd(args: argparse.Namespace) -> int:
     launch = make_launch(ranks, threads, args.launcher)
     intensities = args.intensities or default_intensities(m, args.points)
     plans = plan_points(m, intensities, ranks, args.matrix, args.msg_bytes, args.seconds)
-    with output.progress("roofline bench", total=(len(plans) + 2) * args.repeat) as bar:
+    with output.progress("roofline bench", total=(len(plans) + 4) * args.repeat) as bar:
         res = run_bench(m, str(args.machine), launch, plans, args.matrix, args.repeat, advance=bar.advance)
     out = args.out or results.BENCH
     payload = res.to_json()
