@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mpiscope.mpi.find import built_against
+from mpiscope.roofline.bench import effective_machine
 from mpiscope.roofline.machines import load_machine
 from mpiscope.roofline.model import Machine, ridge
 
@@ -38,6 +39,7 @@ def run_mpiscope(args: list[str], cwd: Path) -> None:
 
 
 def ratios(m: Machine, bench: dict[str, Any]) -> dict[str, Any]:
+    m, _ = effective_machine(m, bench["ceilings"])      # the roof the sweep's points were judged against
     net = m.networks[0]
     r = ridge(m.peak_gflops, net.bw_gbps_per_direction)
     # 004 §4.3's ceilings, measured by `bench` in the same run as its points
