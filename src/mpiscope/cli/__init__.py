@@ -23,6 +23,7 @@ VERBS = {
     "doctor": "doctor",
     "demo": "demo",
     "map": "map",
+    "roofline": "roofline",
     "sim": "sim",
 }
 
