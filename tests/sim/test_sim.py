@@ -108,6 +108,8 @@ def test_steps_wait_for_each_other() -> None:
     ends = [steps["step_end_s"][str(k)] for k in range(6)]
     assert ends == sorted(ends) and steps["simulated_time_s"] == ends[-1]
     assert steps["simulated_time_s"] > one["simulated_time_s"]
+    smpi_steps = sim("--network", "torus:4x4x4", "--pattern", "bruck:64", "--steps", "--smpi")
+    assert smpi_steps["simulated_time_s"] > one["simulated_time_s"] and smpi_steps["messages"] == 6 * 64
 
 
 @pytest.mark.parametrize("network", ["mesh:4x3x2", "torus:5x3x3"])
