@@ -94,7 +94,7 @@ def main() -> int:
     spread = {k: (min(v), max(v)) for k, v in rows.items() if v}
     mpi = built_against()
     print(f"machine {platform.node()} ({os.cpu_count()} cpus), {mpi.label}, {args.rounds} interleaved rounds")
-    print(f"added per intercepted call, median of rounds (min..max):")
+    print("added per intercepted call, median of rounds (min..max):")
     for k, label in (("test", "MPI_Test(NULL)"), ("iprobe", "MPI_Iprobe")):
         print(f"  {label:15s} median call {med[k + '_median']:6.1f} ns ({spread[k + '_median'][0]:.1f}..{spread[k + '_median'][1]:.1f})"
               f"   mean call {med[k + '_mean']:6.1f} ns ({spread[k + '_mean'][0]:.1f}..{spread[k + '_mean'][1]:.1f})")

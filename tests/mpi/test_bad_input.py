@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import MPICH, OPENMPI, mpiscope_cli, require
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-
 from tests.conftest import MPICH
 
 N = 4
@@ -70,6 +69,7 @@ def test_forced_clock_sync_keeps_causality(tmp_path, example):
     """MPISCOPE_SYNC=always measures offsets even on one host: the whole
     correction pipeline runs, and no receive ends before its send began."""
     from tests.conftest import mpiscope_cli
+
     from mpiscope.trace import open_trace
 
     out = tmp_path / "sync"
@@ -83,3 +83,14 @@ def test_forced_clock_sync_keeps_causality(tmp_path, example):
     m = t.messages().collect()
     assert m.height == 20 * N
     assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_thread_slots_reused(run_traced):
+    """1,200 short-lived threads per rank, more than the 1,024 thread slots."""
+    rounds, threads = 300, 4
+    t = run_traced("threads_churn", 2, args=[str(rounds), str(threads)])
+    assert t.manifest["counts"]["dropped"] == 0
+    m = t.messages().collect()
+    assert m.height == 2 * rounds * threads
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0

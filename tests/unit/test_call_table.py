@@ -10,25 +10,16 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import MPICH, OPENMPI, ROOT, require
 
 TABLE = ROOT / "src" / "mpiscope" / "native" / "wrapgen" / "calls.toml"
 
-P2P = ("Send Bsend Ssend Rsend Recv Sendrecv Sendrecv_replace Isend Ibsend Issend Irsend Irecv Send_init "
-       "Bsend_init Ssend_init Rsend_init Recv_init Start Startall Probe Iprobe Mprobe Improbe Mrecv Imrecv Wait "
-       "Waitall Waitany Waitsome Test Testall Testany Testsome Request_free Cancel").split()
-COLL = ("Barrier Bcast Gather Gatherv Scatter Scatterv Allgather Allgatherv Alltoall Alltoallv Alltoallw Reduce "
-        "Allreduce Reduce_scatter Reduce_scatter_block Scan Exscan").split()
-NEIGHBOR = "Neighbor_allgather Neighbor_allgatherv Neighbor_alltoall Neighbor_alltoallv Neighbor_alltoallw".split()
-COMM = ("Comm_dup Comm_dup_with_info Comm_idup Comm_split Comm_split_type Comm_create Comm_create_group Comm_free "
-        "Intercomm_create Intercomm_merge Cart_create Cart_sub Graph_create Dist_graph_create "
-        "Dist_graph_create_adjacent").split()
-RMA = ("Win_create Win_allocate Win_allocate_shared Win_create_dynamic Win_attach Win_detach Win_free Put Get "
-       "Accumulate Get_accumulate Fetch_and_op Compare_and_swap Rput Rget Raccumulate Rget_accumulate Win_fence "
-       "Win_post Win_start Win_complete Win_wait Win_test Win_lock Win_unlock Win_lock_all Win_unlock_all "
-       "Win_flush Win_flush_all Win_flush_local Win_flush_local_all Win_sync").split()
-ENV = "Init Init_thread Finalize Pcontrol Abort".split()
+P2P = ["Send", "Bsend", "Ssend", "Rsend", "Recv", "Sendrecv", "Sendrecv_replace", "Isend", "Ibsend", "Issend", "Irsend", "Irecv", "Send_init", "Bsend_init", "Ssend_init", "Rsend_init", "Recv_init", "Start", "Startall", "Probe", "Iprobe", "Mprobe", "Improbe", "Mrecv", "Imrecv", "Wait", "Waitall", "Waitany", "Waitsome", "Test", "Testall", "Testany", "Testsome", "Request_free", "Cancel"]
+COLL = ["Barrier", "Bcast", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Alltoallw", "Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan"]
+NEIGHBOR = ["Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv", "Neighbor_alltoallw"]
+COMM = ["Comm_dup", "Comm_dup_with_info", "Comm_idup", "Comm_split", "Comm_split_type", "Comm_create", "Comm_create_group", "Comm_free", "Intercomm_create", "Intercomm_merge", "Cart_create", "Cart_sub", "Graph_create", "Dist_graph_create", "Dist_graph_create_adjacent"]
+RMA = ["Win_create", "Win_allocate", "Win_allocate_shared", "Win_create_dynamic", "Win_attach", "Win_detach", "Win_free", "Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap", "Rput", "Rget", "Raccumulate", "Rget_accumulate", "Win_fence", "Win_post", "Win_start", "Win_complete", "Win_wait", "Win_test", "Win_lock", "Win_unlock", "Win_lock_all", "Win_unlock_all", "Win_flush", "Win_flush_all", "Win_flush_local", "Win_flush_local_all", "Win_sync"]
+ENV = ["Init", "Init_thread", "Finalize", "Pcontrol", "Abort"]
 MPI31 = ["MPI_" + n for n in P2P + COLL + ["I" + c.lower() for c in COLL] + ["Reduce_local"] + NEIGHBOR
          + ["I" + n.lower() for n in NEIGHBOR] + COMM + RMA + ENV]
 
@@ -55,7 +46,7 @@ def strip_attributes(text: str) -> str:
 def header_prototypes(mpicc: Path) -> dict[str, str]:
     src = subprocess.run([str(mpicc), "-E", "-x", "c", "-"], input="#include <mpi.h>\n", capture_output=True,
                          text=True, check=True).stdout
-    src = strip_attributes(re.sub(r"^#.*$", "", src, flags=re.M))
+    src = strip_attributes(re.sub(r"^#.*$", "", src, flags=re.MULTILINE))
     src = re.sub(r"\b(OMPI_DECLSPEC|MPICH_API_PUBLIC|extern)\b", " ", src)
     return {m[1]: m[2] for m in re.finditer(r"\bint\s+(MPI_\w+)\s*\(([^;{}]*?)\)\s*;", src)}
 

@@ -23,6 +23,8 @@ VERBS = {
     "doctor": "doctor",
     "demo": "demo",
     "map": "map",
+    "roofline": "roofline",
+    "sim": "sim",
 }
 
 

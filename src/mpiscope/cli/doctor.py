@@ -29,7 +29,7 @@ def _simgrid() -> dict[str, Any]:
     version = ""
     if smpirun:
         try:
-            out = subprocess.run([smpirun, "-version"], capture_output=True, text=True, timeout=30)
+            out = subprocess.run([smpirun, "-version"], capture_output=True, text=True, timeout=30, check=False)
             version = (out.stdout + out.stderr).strip().splitlines()[0] if (out.stdout + out.stderr).strip() else ""
         except (OSError, subprocess.TimeoutExpired):
             version = ""

@@ -4,6 +4,7 @@
   mpiscope map --network torus:8x8 --matrix comm.mtx --workers 2 --out placement
   mpiscope map --network torus:8x8 --pattern stencil2d:8x8 --evaluate placement.csv
   mpiexec -n 3 mpiscope map --network torus:8x8x8 --pattern bruck:512 --time-limit 60   (MPI workers)
+  mpiscope map --network torus:16x16x16 --pattern bruck:4096 --verify   (simulate identity and result, SimGrid)
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", type=Path, metavar="STATE", help="continue from a saved state")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--json", metavar="FILE", help="write every figure as JSON (- for stdout)")
+    sim = p.add_argument_group("--verify: simulate the identity (x,y,z order) map and the result (SimGrid S4U)")
+    sim.add_argument("--verify", action="store_true", help="print both simulated times and their ratio")
+    sim.add_argument("--bandwidth", default="5GBps", help="per link and direction (default 5GBps, 001 §7.2)")
+    sim.add_argument("--latency", default="120ns", help="per link (default 120ns, 001 §7.2)")
+    sim.add_argument("--verify-steps", action="store_true",
+                     help="simulate step after step instead of all steps at once (001 §7.2's one-step model)")
 
 
 @dataclass
@@ -269,6 +276,15 @@ def render(run: MapRun, payload: dict[str, Any]) -> None:
                     f"stopped: {a['stop_reason']})")
     for kind, path in payload.get("outputs", {}).items():
         output.text(f"{kind}: {path}")
+    if "verify" in payload:
+        v, paper = payload["verify"], payload["verify"]["paper"]
+        output.table(f"Simulated ({v['mode']}, SimGrid S4U, {v['network']}, {v['bandwidth_Bps'] / 1e9:g} GB/s, "
+                     f"{v['latency_s'] * 1e9:g} ns)", ["map", "simulated time", "paper: 4096-rank Bruck, OpenNSIM"],
+                     [["identity (x,y,z order)", f"{v['identity_time_s'] * 1e3:.4g} ms",
+                       f"{paper['identity_time_s'] * 1e3:g} ms"],
+                      ["result", f"{v['optimised_time_s'] * 1e3:.4g} ms", f"{paper['optimised_time_s'] * 1e3:g} ms"],
+                      ["ratio", f"{v['ratio']:.3f}", f"{paper['ratio']:.3f}"]])
+        output.text(f"simulated in {v['wall_s']:.1f} s; {v['model']}; routing: {v['identity']['routing']}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -290,7 +306,21 @@ def run(args: argparse.Namespace) -> int:
         payload["outputs"] = {k: str(v) for k, v in paths.items()} | {"histogram": str(png)}
         if "state" in payload:
             payload["outputs"]["state"] = payload.pop("state")
+    if args.verify:
+        payload["verify"] = _verify(args, run_)
     if args.json != "-":
         render(run_, payload)
     output.emit_json(payload, args.json)
     return 0
+
+
+def _verify(args: argparse.Namespace, run_: MapRun) -> dict[str, Any]:
+    """SPEC §4: the x,y,z-order map and the result through the simulator, both times and their ratio."""
+    from mpiscope.sim.placement import make_platform
+    from mpiscope.sim.s4u import slow_warning
+    from mpiscope.sim.verify import verify_map
+
+    platform = make_platform(args.network, args.ranks_per_node, args.bandwidth, args.latency)
+    if warning := slow_warning(run_.pattern, "optimised", args.verify_steps):
+        output.warn(warning)
+    return verify_map(platform, run_.pattern, run_.node_of_rank, steps=args.verify_steps)[2]

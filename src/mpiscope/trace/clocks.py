@@ -82,23 +82,6 @@ def rank_clocks(files: list[RankFile]) -> dict[int, RankClock]:
     return clocks
 
 
-def to_global_ns(ticks: np.ndarray, ranks: np.ndarray, clocks: dict[int, RankClock]) -> np.ndarray:
-    """Vectorised conversion of raw ticks of many ranks to rank 0's ns (int64)."""
-    n = max(clocks) + 1
-    tick_ref = np.zeros(n, dtype=np.int64)
-    ns_ref = np.zeros(n, dtype=np.int64)
-    rate = np.ones(n)
-    off = np.zeros(n)
-    at = np.zeros(n)
-    drift = np.zeros(n)
-    for r, c in clocks.items():
-        tick_ref[r], ns_ref[r], rate[r] = c.tick_ref, c.ns_ref, c.ns_per_tick
-        off[r], at[r], drift[r] = c.offset_ns, c.offset_at_ns, c.drift
-    local = ns_ref[ranks] + np.rint((ticks.astype(np.int64) - tick_ref[ranks]) * rate[ranks]).astype(np.int64)
-    offset = off[ranks] + (local - at[ranks]) * drift[ranks]
-    return local - np.rint(offset).astype(np.int64)
-
-
 def causality_shifts(src: np.ndarray, dst: np.ndarray, send_enter: np.ndarray, recv_leave: np.ndarray,
                      nranks: int) -> tuple[np.ndarray, bool]:
     """Per-rank shifts (ns, >= 0) so that recv_leave + s[dst] >= send_enter + s[src].

@@ -8,6 +8,7 @@ computation here is a vector operation over that layout.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +91,7 @@ def _global_times(ticks: np.ndarray, rank: np.ndarray, clocks: dict[int, RankClo
     """Ticks -> ns on rank 0's clock, rank by rank (records are grouped by rank)."""
     out = np.empty(ticks.size, np.int64)
     bounds = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True]) if rank.size else np.zeros(1, np.int64)
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         c = clocks[int(rank[a])]
         t = ticks[a:b].astype(np.int64)
         local = c.ns_ref + np.rint((t - c.tick_ref) * c.ns_per_tick).astype(np.int64)

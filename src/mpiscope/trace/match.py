@@ -39,7 +39,10 @@ class Side:
 def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
     """Indices (into sends, into recvs) of the matched pairs, in envelope order."""
     n_s = sends.size
-    cat = lambda a, b: np.concatenate([a, b])  # noqa: E731
+
+    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, b])
+
     env = (cat(sends.comm, recvs.comm).astype(np.int64) << 40) | (cat(sends.src, recvs.src).astype(np.int64) << 20) \
         | cat(sends.dst, recvs.dst).astype(np.int64)
     df = pl.DataFrame({"env": env, "tag": cat(sends.tag, recvs.tag).astype(np.int64),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from mpiscope.trace.clocks import causality_shifts
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.match import Side, group_collectives, match_messages
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
-from mpiscope.trace.requests import StartLinks, link_starts
+from mpiscope.trace.requests import StartLinks, link_starts, request_key
 
 
 @dataclass
@@ -87,7 +88,10 @@ def p2p_sides(rec: Records, links: StartLinks) -> P2P:
     # Matched probes take the message off the queue; Mrecv, or Imrecv's
     # request, delivers it.
     pr = np.flatnonzero(_has(rec, "mprobe") & (rec.peer >= 0) & (rec.req != 0) & finished)
-    key = lambda idx: rec.rank[idx].astype(np.int64) << 32 | rec.req[idx]  # noqa: E731
+
+    def key(idx: np.ndarray) -> np.ndarray:
+        return request_key(rec, idx)
+
     mrecv = np.flatnonzero(_has(rec, "mrecv") & finished)
     imrecv = links.select(_has(rec, "imrecv")[links.index])
     t_m = _lookup(key(mrecv), rec.t_leave[mrecv], key(pr))
@@ -122,13 +126,11 @@ def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, f
     return df.sort("t_send_enter_ns", "send_event")
 
 
-def events_table(rec: Records, links: StartLinks, calls: CallTable, shifts: np.ndarray,
-                 trace_dir: Path) -> pl.DataFrame:
+def events_table(rec: Records, links: StartLinks, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
     idx = np.flatnonzero(rec.call >= FIRST_TABLE_ID)
     ev_of = rec.event[idx]
     if ev_of.size and not (np.diff(ev_of) > 0).all():  # several threads: events interleave
         idx = idx[np.argsort(ev_of)]
-    shift = shifts[rec.rank[idx]]
     on_calls = rec.call[links.index] >= FIRST_TABLE_ID
     t_complete = np.full(rec.call.size, -1, np.int64)
     completed_by = np.full(rec.call.size, -1, np.int64)
@@ -142,15 +144,15 @@ def events_table(rec: Records, links: StartLinks, calls: CallTable, shifts: np.n
     return pl.DataFrame([
         pl.Series("event", rec.event[idx]), pl.Series("rank", rec.rank[idx]), pl.Series("thread", rec.thread[idx]),
         calls.series(rec.call[idx]),
-        pl.Series("t_enter_ns", rec.t_enter[idx] + shift),
-        nullable(t_leave + shift, t_leave >= 0, "t_leave_ns"),
+        pl.Series("t_enter_ns", rec.t_enter[idx]),
+        nullable(t_leave, t_leave >= 0, "t_leave_ns"),
         nullable(comm, comm >= 0, "comm"),
         nullable(peer, ~coll & (peer >= 0), "peer"),
         nullable(tag, ~numbered & (tag > R.TAG_ANY), "tag"),
         pl.Series("bytes", rec.bytes[idx]),
         nullable(peer, coll & (peer >= 0), "root"),
         nullable(req, req != 0, "request"),
-        nullable(tc + shift, tc >= 0, "t_complete_ns"),
+        nullable(tc, tc >= 0, "t_complete_ns"),
         nullable(completed_by[idx], completed_by[idx] >= 0, "completed_by"),
         nullable(tag, numbered, "seq"),
         callsite_column(trace_dir, rec.rank[idx], rec.callsite[idx]),
@@ -218,19 +220,23 @@ def _merge(trace_dir: Path) -> MergeResult:
     rec, comms = build_records(files, calls)
     nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1)
     links = link_starts(rec)
-    p2p = p2p_sides(rec, links)
-    si, ri = match_messages(p2p.sends, p2p.recvs)
-    done = p2p.recv_leave[ri] >= 0
-    # Clock causality: whole-rank shifts removing any receive-before-send.
-    shifts, feasible = causality_shifts(p2p.sends.src[si][done], p2p.recvs.dst[ri][done],
-                                        p2p.sends.posted[si][done], p2p.recv_leave[ri][done], nranks)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # The events table does not wait for matching: clock shifts, rare,
+        # are added to it afterwards. NumPy and Polars release the GIL.
+        events_job = pool.submit(events_table, rec, links, calls, trace_dir)
+        p2p = p2p_sides(rec, links)
+        si, ri = match_messages(p2p.sends, p2p.recvs)
+        done = p2p.recv_leave[ri] >= 0
+        # Clock causality: whole-rank shifts removing any receive-before-send.
+        shifts, feasible = causality_shifts(p2p.sends.src[si][done], p2p.recvs.dst[ri][done],
+                                            p2p.sends.posted[si][done], p2p.recv_leave[ri][done], nranks)
+        messages = messages_table(p2p, si, ri, shifts, feasible)
+        ev = _shifted(events_job.result(), shifts)
     if shifts.any():
         warnings.append(f"clock correction: {int((shifts > 0).sum())} rank(s) shifted by up to "
                         f"{int(shifts.max())} ns so that no message is received before it was sent")
     if not feasible:
         warnings.append("clock correction: some receive-before-send violations remain (cyclic); clamped")
-    messages = messages_table(p2p, si, ri, shifts, feasible)
-    ev = events_table(rec, links, calls, shifts, trace_dir)
     colls, coll_of_event = collectives_table(ev, comms, calls)
     coll_id = np.full(ev.height, -1, np.int64)
     coll_id[coll_of_event["event"].to_numpy()] = coll_of_event["coll_id"].to_numpy()
@@ -251,7 +257,7 @@ def _merge(trace_dir: Path) -> MergeResult:
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
                   "ranks": [c.to_dict() for c in rec.clocks.values()],
                   "causality_shift_ns": shifts.tolist()},
-        "t0_ns": int(ev["t_enter_ns"].min()) if ev.height else 0,
+        "t0_ns": int(ev["t_enter_ns"].to_numpy().min()) if ev.height else 0,
         "warnings": warnings,
     })
     write_manifest(trace_dir, manifest)
@@ -259,14 +265,27 @@ def _merge(trace_dir: Path) -> MergeResult:
                        time.perf_counter() - t0, warnings)
 
 
+def _shifted(ev: pl.DataFrame, shifts: np.ndarray) -> pl.DataFrame:
+    if not shifts.any():
+        return ev
+    shift = pl.Series(shifts).gather(ev["rank"].cast(pl.UInt32))
+    return ev.with_columns(*(pl.col(c) + shift for c in ("t_enter_ns", "t_leave_ns", "t_complete_ns")))
+
+
+def _write_one(trace_dir: Path, name: str, df: pl.DataFrame) -> None:
+    path = trace_dir / f"{name}.parquet"
+    tmp = trace_dir / f".{name}.parquet.tmp"
+    try:
+        df.write_parquet(tmp, compression="zstd", compression_level=1, statistics=True)
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {path} ({e.strerror}); free space or make {trace_dir} "
+                         f"writable, then run: mpiscope merge {trace_dir}") from e
+
+
 def _write_tables(trace_dir: Path, tables: dict[str, pl.DataFrame]) -> None:
-    for name, df in tables.items():
-        path = trace_dir / f"{name}.parquet"
-        tmp = trace_dir / f".{name}.parquet.tmp"
-        try:
-            df.write_parquet(tmp, compression="zstd", compression_level=1, statistics=True)
-            tmp.replace(path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise UsageError(f"cannot write {path} ({e.strerror}); free space or make {trace_dir} "
-                             f"writable, then run: mpiscope merge {trace_dir}") from e
+    """All tables at once (the events table takes most of the time)."""
+    with ThreadPoolExecutor(max_workers=len(tables)) as pool:
+        for job in [pool.submit(_write_one, trace_dir, n, df) for n, df in tables.items()]:
+            job.result()

@@ -64,7 +64,7 @@ def _header(data: np.ndarray, path: Path) -> np.void:
     if data.size < R.HEADER_BYTES:
         raise TraceCorrupt(f"{path} is too short to be an mpiscope rank file; "
                            f"record the program again with mpiscope run")
-    hdr = np.frombuffer(data[: R.FILE_HEADER_DTYPE.itemsize].tobytes(), R.FILE_HEADER_DTYPE)[0]
+    hdr: np.void = np.frombuffer(data[: R.FILE_HEADER_DTYPE.itemsize].tobytes(), R.FILE_HEADER_DTYPE)[0]
     if int(hdr["magic"]) != R.FILE_MAGIC:
         raise TraceCorrupt(f"{path} is not an mpiscope rank file (bad magic); "
                            f"remove it or record the program again with mpiscope run")
@@ -131,7 +131,8 @@ def read_comm_defs(path: Path, rank: int, warnings: list[str]) -> list[CommDef]:
         warnings.append(f"rank {rank}: no communicator file; only MPI_COMM_WORLD is known")
         return []
     raw = path.read_bytes()
-    out, pos = [], 0
+    out: list[CommDef] = []
+    pos = 0
     while pos + R.COMMDEF_DTYPE.itemsize <= len(raw):
         d = np.frombuffer(raw, dtype=R.COMMDEF_DTYPE, count=1, offset=pos)[0]
         n = int(d["size"]) + int(d["remote_size"])

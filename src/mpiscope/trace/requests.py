@@ -29,18 +29,19 @@ class StartLinks:
                                                self.tag, self.bytes)))
 
 
-def _key(rec: Records, idx: np.ndarray) -> np.ndarray:
-    return rec.rank[idx].astype(np.int64) << 32 | rec.req[idx]
+def request_key(rec: Records, idx: np.ndarray) -> np.ndarray:
+    """(rank, request id) of records as one int64: request ids are rank-local."""
+    return np.asarray(rec.rank[idx].astype(np.int64) << 32 | rec.req[idx])
 
 
 def link_starts(rec: Records) -> StartLinks:
     parent_event = rec.parent_event
     done = np.flatnonzero((rec.role == ROLE["complete"]) & (rec.req != 0) & (rec.t_leave >= 0))
-    dkey, first = np.unique(_key(rec, done), return_index=True)
+    dkey, first = np.unique(request_key(rec, done), return_index=True)
     done = done[first]
-    late = np.unique(_key(rec, np.flatnonzero(rec.role == ROLE["immediate"])))
+    late = np.unique(request_key(rec, np.flatnonzero(rec.role == ROLE["immediate"])))
     start = np.flatnonzero(rec.starts & (rec.req != 0) & (rec.t_leave >= 0))
-    skey = _key(rec, start)
+    skey = request_key(rec, start)
     pos = np.minimum(np.searchsorted(dkey, skey), max(dkey.size - 1, 0))
     found = (dkey[pos] == skey) if dkey.size else np.zeros(start.size, bool)
     comp = np.where(found, done[pos] if dkey.size else 0, 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,15 +20,16 @@ from mpiscope.mpi.find import lib_dir
 from mpiscope.trace import record as R
 
 
-def calls_table() -> list[dict]:
+def calls_table() -> list[dict[str, Any]]:
     try:
-        return json.loads((lib_dir() / "calls.json").read_text())
+        calls: list[dict[str, Any]] = json.loads((lib_dir() / "calls.json").read_text())
+        return calls
     except (NativeBuildError, OSError) as e:
         raise NativeBuildError(f"the call table is not available ({e}); build the native parts first") from e
 
 
-def call_id(calls: list[dict], name: str) -> int:
-    return next(c["id"] for c in calls if c["name"] == name)
+def call_id(calls: list[dict[str, Any]], name: str) -> int:
+    return int(next(c["id"] for c in calls if c["name"] == name))
 
 
 def write_rank_file(path: Path, rank: int, size: int, records: np.ndarray, state: int = R.STATE_FINISHED,

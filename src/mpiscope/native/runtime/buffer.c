@@ -39,16 +39,43 @@ void msc_warn(const char *what, const char *path, int err)
     }
 }
 
+/* Slots of exited threads are reused (with their current block: a slot's
+ * events stay in time order, since its previous thread is gone), so a program
+ * that starts threads over and over keeps being recorded. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint16_t free_slots[MSC_MAX_THREADS];
+static unsigned nfree;
+
+static void thread_exit(void *slot)
+{
+    struct msc_thread *t = slot;
+    pthread_mutex_lock(&slot_lock);
+    if (nfree < MSC_MAX_THREADS) free_slots[nfree++] = t->index;
+    pthread_mutex_unlock(&slot_lock);
+}
+
+static void make_exit_key(void)
+{
+    pthread_key_create(&exit_key, thread_exit);
+}
+
 struct msc_thread *msc_thread_attach(void)
 {
-    unsigned i = __atomic_fetch_add(&nthreads, 1, __ATOMIC_RELAXED);
+    pthread_once(&exit_once, make_exit_key);
+    pthread_mutex_lock(&slot_lock);
+    unsigned i = nfree ? free_slots[--nfree] : nthreads < MSC_MAX_THREADS ? nthreads++ : MSC_MAX_THREADS;
+    pthread_mutex_unlock(&slot_lock);
     if (i >= MSC_MAX_THREADS) {
-        __atomic_fetch_add(&msc_hdr->dropped, 1, __ATOMIC_RELAXED);
+        if (msc_hdr) __atomic_fetch_add(&msc_hdr->dropped, 1, __ATOMIC_RELAXED);
         msc_tls = &overflow_thread;
         return NULL;
     }
     threads[i].index = (uint16_t)i;
+    threads[i].busy = 0;
     msc_tls = &threads[i];
+    pthread_setspecific(exit_key, &threads[i]);
     return msc_tls;
 }
 

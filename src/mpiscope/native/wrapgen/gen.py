@@ -24,7 +24,7 @@ import tomllib
 from pathlib import Path
 
 from fortran import fortran_code
-from parts import SEQ_FAMILIES, TableError, parse_params, parts
+from parts import SEQ_FAMILIES, TableError, parts
 
 FIRST_TABLE_ID = 16
 # Records that are not MPI calls: parts of one call split over several records.
