@@ -22,6 +22,7 @@ VERBS = {
     "stats": "stats",
     "doctor": "doctor",
     "demo": "demo",
+    "bench": "bench",
 }
 
 

@@ -200,6 +200,16 @@ int msc_op_selected(const struct msc_settings *s, const char *name)
     return 0;
 }
 
+int msc_sizes_in_units(const struct msc_settings *s, long unit, long *out)
+{
+    int n = 0;
+    for (int i = 0; i < s->nsizes; i++) {
+        long size = (s->sizes[i] + unit - 1) / unit * unit;
+        if (n == 0 || out[n - 1] != size) out[n++] = size;
+    }
+    return n;
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 static void json_string(const char *str)

@@ -61,6 +61,10 @@ void msc_barriers(MPI_Comm comm, int n);
  * Python side validates first; this only guards direct use). */
 void msc_parse_args(int argc, char **argv, struct msc_settings *s);
 int msc_op_selected(const struct msc_settings *s, const char *name);
+/* The sizes one operation runs: rounded up to whole elements of `unit` bytes
+ * with duplicates dropped, as IMB does for reductions (unit_size); returns
+ * how many were written to out. */
+int msc_sizes_in_units(const struct msc_settings *s, long unit, long *out);
 
 /* Output: rank 0 writes one "@mpiscope {json}" line per record to stdout. */
 void msc_emit_header(MPI_Comm comm, const char *program, const struct msc_settings *s);

@@ -60,17 +60,16 @@ static void lengths(enum nbc_op_id id, int np, long *s_mult, long *r_mult)
     }
 }
 
-void nbc_ctx_init(struct nbc_ctx *c, const struct nbc_op *op, const struct msc_settings *s, MPI_Comm comm)
+void nbc_ctx_init(struct nbc_ctx *c, const struct nbc_op *op, long max_size, MPI_Comm comm,
+                  const struct msc_settings *s)
 {
-    long s_mult, r_mult, max_size = 0;
+    long s_mult, r_mult;
     memset(c, 0, sizeof(*c));
     c->op = op;
     c->settings = s;
     c->comm = comm;
     MPI_Comm_rank(comm, &c->rank);
     MPI_Comm_size(comm, &c->np);
-    for (int i = 0; i < s->nsizes; i++)
-        if (s->sizes[i] > max_size) max_size = s->sizes[i];
     lengths(op->id, c->np, &s_mult, &r_mult);
     /* ibcast's root sends from sbuf and the others receive into rbuf (IMB) */
     c->sbuf = msc_alloc((size_t)(s_mult * max_size));

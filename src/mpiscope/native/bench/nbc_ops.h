@@ -33,7 +33,9 @@ struct nbc_ctx {
     MPI_Datatype *types;    /* MPI_Ialltoallw's per-peer types */
 };
 
-void nbc_ctx_init(struct nbc_ctx *c, const struct nbc_op *op, const struct msc_settings *s, MPI_Comm comm);
+/* Buffers for sizes up to max_size bytes. */
+void nbc_ctx_init(struct nbc_ctx *c, const struct nbc_op *op, long max_size, MPI_Comm comm,
+                  const struct msc_settings *s);
 void nbc_ctx_free(struct nbc_ctx *c);
 /* Counts, displacements and send data for `size`. */
 void nbc_set_size(struct nbc_ctx *c, long size);

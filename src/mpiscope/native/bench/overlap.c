@@ -115,12 +115,18 @@ static double verify(struct nbc_ctx *c)
 static void bench_op(const struct msc_settings *s, const struct nbc_op *op, MPI_Comm comm)
 {
     struct nbc_ctx c;
+    long sizes[MSC_MAX_SIZES];
     int n_prev = 0;
-    nbc_ctx_init(&c, op, s, comm);
-    for (int si = 0; si < s->nsizes; si++) {
-        long size = op->id == OP_IBARRIER ? 0 : s->sizes[si];
+    int nsizes = msc_sizes_in_units(s, op->reduction ? (long)sizeof(float) : 1, sizes);
+    if (op->id == OP_IBARRIER) {     /* IMB: Ibarrier has one "size" */
+        sizes[0] = 0;
+        nsizes = 1;
+    }
+    nbc_ctx_init(&c, op, sizes[nsizes - 1], comm, s);
+    for (int si = 0; si < nsizes; si++) {
+        long size = sizes[si];
         nbc_set_size(&c, size);
-        int n = msc_select_n_sample(s, size, op->id == OP_IBARRIER ? 0 : si, &n_prev, nbc_time0, &c, comm);
+        int n = msc_select_n_sample(s, size, si, &n_prev, nbc_time0, &c, comm);
         struct nbc_times warm, t;
         run_nbc(&c, msc_warmup_count(n), &warm);
         run_nbc(&c, n, &t);
@@ -140,7 +146,6 @@ static void bench_op(const struct msc_settings *s, const struct nbc_op *op, MPI_
         msc_emit_gathered(comm, "t_blocking", t_blocking);
         msc_emit_gathered(comm, "errors", wrong);
         msc_emit_end();
-        if (op->id == OP_IBARRIER) break;    /* IMB: Ibarrier has one "size" */
     }
     nbc_ctx_free(&c);
 }

@@ -141,10 +141,15 @@ static double verify(struct rma_ctx *c)
 static void bench_op(const struct msc_settings *s, int which, MPI_Comm comm)
 {
     struct rma_ctx c = {.comm = comm, .op = rma_ops[which].id};
-    long max_size = 4;
+    long sizes[MSC_MAX_SIZES];
+    int moves_bytes = c.op == RMA_PUT || c.op == RMA_GET;
+    int nsizes = msc_sizes_in_units(s, moves_bytes ? 1 : 4, sizes);
+    if (rma_ops[which].single_element) {    /* IMB: one element, one size */
+        sizes[0] = 4;
+        nsizes = 1;
+    }
+    long max_size = sizes[nsizes - 1] > 4 ? sizes[nsizes - 1] : 4;
     MPI_Comm_rank(comm, &c.rank);
-    for (int i = 0; i < s->nsizes; i++)
-        if (s->sizes[i] > max_size) max_size = s->sizes[i];
     c.win_mem = msc_alloc((size_t)max_size);
     c.origin = msc_alloc((size_t)max_size);
     c.result = msc_alloc((size_t)max_size);
@@ -152,13 +157,12 @@ static void bench_op(const struct msc_settings *s, int which, MPI_Comm comm)
     for (int m = MODE_LOCK_UNLOCK; m <= MODE_AGGREGATE; m++) {
         int n_prev = 0;
         c.mode = (enum rma_mode)m;
-        for (int si = 0; si < s->nsizes; si++) {
-            c.size = rma_ops[which].single_element ? 4 : s->sizes[si];
-            c.count = (int)(c.op == RMA_PUT || c.op == RMA_GET ? c.size : c.size / 4);
+        for (int si = 0; si < nsizes; si++) {
+            c.size = sizes[si];
+            c.count = (int)(moves_bytes ? c.size : c.size / 4);
             MPI_Win_create(c.win_mem, c.size > 0 ? c.size : 1, 1, MPI_INFO_NULL, comm, &c.win);
             double wrong = m == MODE_LOCK_UNLOCK ? verify(&c) : 0.0;
-            int n = msc_select_n_sample(s, c.size, rma_ops[which].single_element ? 0 : si, &n_prev, run_rma,
-                                        &c, comm);
+            int n = msc_select_n_sample(s, c.size, si, &n_prev, run_rma, &c, comm);
             run_rma(&c, msc_warmup_count(n));
             double t = run_rma(&c, n);
             MPI_Win_free(&c.win);
@@ -171,7 +175,6 @@ static void bench_op(const struct msc_settings *s, int which, MPI_Comm comm)
             msc_emit_gathered(comm, "t_op", t);
             msc_emit_gathered(comm, "errors", wrong);
             msc_emit_end();
-            if (rma_ops[which].single_element) break;
         }
     }
     free(c.win_mem);
