@@ -37,6 +37,7 @@ from mpiscope import output
 from mpiscope.bench import catalog, runner
 from mpiscope.bench.overlap import OverlapConfig, run_overlap
 from mpiscope.bench.rma import RmaConfig, run_rma
+from mpiscope.mpi.find import launcher_env
 
 Table = dict[int, dict[str, float]]          # bytes -> column -> value
 
@@ -44,7 +45,8 @@ Table = dict[int, dict[str, float]]          # bytes -> column -> value
 def parse_imb(text: str) -> dict[str, Table]:
     """IMB's '# Benchmarking NAME' sections -> {NAME: {bytes: {column: value}}}."""
     sections: dict[str, Table] = {}
-    name, columns = "", []
+    name = ""
+    columns: list[str] = []
     for line in text.splitlines():
         m = re.match(r"# Benchmarking (\S+)", line)
         if m:
@@ -159,7 +161,7 @@ def main() -> int:
     sizes = [0] + [1 << i for i in range(args.min_log, args.max_log + 1)]
     mpi, launcher = runner.mpi_in_use()
     setting = next(s for s in runner.progress_settings(args.async_progress, mpi, launcher)[0])
-    env = runner.launcher_env(os.environ.copy())
+    env = launcher_env(os.environ.copy())
     env.update(setting.env)
     info = {"machine": machine(), "mpi": mpi.label, "ranks": args.ranks, "async_progress": args.async_progress,
             "iter": args.iter, "time": args.time, "rounds": args.rounds}

@@ -5,8 +5,14 @@ import math
 import pytest
 
 from mpiscope.bench import catalog
-from mpiscope.bench.formulas import (bandwidth_mb_s, imb_overlap_pct, imb_rank, osu_overlap_pct, overlap_point,
-                                     passive_ratio)
+from mpiscope.bench.formulas import (
+    bandwidth_mb_s,
+    imb_overlap_pct,
+    imb_rank,
+    osu_overlap_pct,
+    overlap_point,
+    passive_ratio,
+)
 from mpiscope.errors import UsageError
 
 

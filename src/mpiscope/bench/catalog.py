@@ -7,6 +7,7 @@ UsageError sentence naming the problem and the fix.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mpiscope.errors import UsageError
@@ -72,7 +73,7 @@ RMA_BY_NAME = {op.name: op for op in RMA_OPS}
 RMA_GROUPS = {"all": [op.name for op in RMA_OPS]}
 
 
-def select_ops(requested: list[str] | None, known: dict[str, object], groups: dict[str, list[str]],
+def select_ops(requested: list[str] | None, known: Mapping[str, object], groups: Mapping[str, list[str]],
                verb: str) -> list[str]:
     """Names from --ops (comma lists, groups such as `all`), in catalog order."""
     names: set[str] = set()

@@ -101,13 +101,13 @@ def plot_rma(result: RmaResult, path: Path) -> None:
     if result.passive:
         ax = axes.pop(0)
         for enabled in (False, True):
-            rows = [p for p in result.passive if p.async_progress == enabled]
-            if rows:
-                x = _x([p.bytes for p in rows])
+            passive = [p for p in result.passive if p.async_progress == enabled]
+            if passive:
+                x = _x([p.bytes for p in passive])
                 name = "on" if enabled else "off"
-                ax.plot(x, [p.t_pure_us for p in rows], STYLE[enabled], color="C0", marker=".",
+                ax.plot(x, [p.t_pure_us for p in passive], STYLE[enabled], color="C0", marker=".",
                         label=f"t_pure, progress {name}")
-                ax.plot(x, [p.t_ovrlp_us for p in rows], STYLE[enabled], color="C3", marker=".",
+                ax.plot(x, [p.t_ovrlp_us for p in passive], STYLE[enabled], color="C3", marker=".",
                         label=f"t_ovrlp, progress {name}")
         ax.set_title("truly_passive_put (ratio ≈ 2: no passive progress)")
         ax.legend(fontsize="small")

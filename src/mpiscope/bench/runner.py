@@ -35,6 +35,7 @@ class ProgressSetting:
     enabled: bool
     env: dict[str, str]
     note: str = ""               # what the knob does and does not cover
+    progress_threads: int = 0    # extra threads per rank competing for the cores
 
     @property
     def name(self) -> str:
@@ -62,8 +63,7 @@ class Run:
 
     @property
     def threads_per_rank(self) -> int:
-        # a progress thread per rank (MPICH: one per process, MPIR_CVAR_ASYNC_PROGRESS)
-        return 2 if self.setting.enabled else 1
+        return 1 + self.setting.progress_threads
 
     @property
     def oversubscribed(self) -> bool:
@@ -72,7 +72,8 @@ class Run:
 
     def oversubscription_note(self) -> str:
         worst = max(self.hosts, key=lambda h: h.ranks * self.threads_per_rank / max(h.cpus, 1))
-        threads = f" + {worst.ranks} progress threads" if self.setting.enabled else ""
+        extra = worst.ranks * self.setting.progress_threads
+        threads = f" + {extra} progress threads" if extra else ""
         return (f"progress {self.setting.name}: {worst.ranks} ranks{threads} on {worst.cpus} cores of {worst.name}; "
                 f"these times measure the OS scheduler more than the MPI")
 
@@ -124,13 +125,15 @@ def progress_settings(mode: str, mpi: MpiInfo, launcher: str) -> tuple[list[Prog
         on_note = "" if "opal_async_progress" in knobs else (
             "this Open MPI has no general progress thread (no opal_async_progress); only the TCP transport's "
             "thread is switched on, so ranks on one node get no asynchronous progress")
-        on = ProgressSetting(True, {f"OMPI_MCA_{p}": "1" for p in knobs}, on_note) if knobs else None
+        threads = 1 if "opal_async_progress" in knobs else 0
+        on = ProgressSetting(True, {f"OMPI_MCA_{p}": "1" for p in knobs}, on_note, threads) if knobs else None
     else:
         # MPICH and its derivatives; Intel MPI also reads I_MPI_ASYNC_PROGRESS (002: MPICH_ASYNC_PROGRESS=1)
         names = ["MPICH_ASYNC_PROGRESS"] + (["I_MPI_ASYNC_PROGRESS"] if mpi.implementation == "Intel MPI" else [])
         off = ProgressSetting(False, {n: "0" for n in names})
+        # one progress thread per process (MPICH: MPIR_CVAR_ASYNC_PROGRESS)
         on = ProgressSetting(True, {n: "1" for n in names},
-                             "needs a multi-threaded MPI library (002)" if mpi.implementation == "Intel MPI" else "")
+                             "needs a multi-threaded MPI library (002)" if mpi.implementation == "Intel MPI" else "", 1)
     settings = []
     if mode in ("off", "both"):
         settings.append(off)
