@@ -94,7 +94,7 @@ def test_parse_sizes_lists_units_and_ranges():
     assert catalog.parse_sizes("3:16") == [4, 8, 16]
 
 
-@pytest.mark.parametrize("text", ["abc", "2G", "-1", "8:4", ",", "1T"])
+@pytest.mark.parametrize("text", ["abc", "2G", "-1", "8:4", ",", "1T", ",".join(map(str, range(1, 100)))])
 def test_bad_sizes_are_one_sentence(text):
     with pytest.raises(UsageError) as e:
         catalog.parse_sizes(text)

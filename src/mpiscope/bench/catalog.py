@@ -14,6 +14,7 @@ from mpiscope.errors import UsageError
 
 INT_MAX = 2**31 - 1
 MAX_SIZE = 2**30
+MAX_SIZES = 64     # MSC_MAX_SIZES in native/bench/common.h
 FLOAT_BYTES = 4    # IMB's red_data_type is MPI_FLOAT
 
 
@@ -131,7 +132,10 @@ def parse_sizes(text: str | None) -> list[int]:
             sizes.append(_one_size(item))
     if not sizes:
         raise UsageError("--sizes is empty; give at least one size, e.g. --sizes 0,1K,1M")
-    return sorted(set(sizes))
+    unique = sorted(set(sizes))
+    if len(unique) > MAX_SIZES:
+        raise UsageError(f"--sizes lists {len(unique)} sizes; give at most {MAX_SIZES} per run")
+    return unique
 
 
 def sizes_for(sizes: list[int], reduction: bool) -> list[int]:

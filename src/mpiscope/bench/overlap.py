@@ -142,6 +142,8 @@ def run_overlap(config: OverlapConfig, on_result: Callable[[runner.Record], None
     config.validate()
     mpi, launcher = runner.mpi_in_use()
     settings, warnings = runner.progress_settings(config.async_progress, mpi, launcher)
+    busy = runner.busy_machine_warning()
+    warnings += [busy] if busy else []
     cmd = runner.launch_command(launcher, mpi, config.ranks, config.launcher_args,
                                 [str(runner.program("overlap")), *config.argv()])
     rows: list[OverlapRow] = []

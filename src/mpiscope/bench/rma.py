@@ -132,6 +132,8 @@ def run_rma(config: RmaConfig, on_result: Callable[[runner.Record], None] = lamb
     config.validate()
     mpi, launcher = runner.mpi_in_use()
     settings, warnings = runner.progress_settings(config.async_progress, mpi, launcher)
+    busy = runner.busy_machine_warning()
+    warnings += [busy] if busy else []
     cmd = runner.launch_command(launcher, mpi, config.ranks, config.launcher_args,
                                 [str(runner.program("rma")), *config.argv()])
     rows: list[RmaRow] = []

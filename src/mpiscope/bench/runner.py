@@ -96,6 +96,16 @@ def mpi_in_use() -> tuple[MpiInfo, str]:
     return mpi, launcher
 
 
+def busy_machine_warning() -> str | None:
+    """Other processes already keep the cores busy: every time measured now includes waiting for them."""
+    load = os.getloadavg()[0]
+    cpus = os.cpu_count() or 1
+    if load < cpus / 2:
+        return None
+    return (f"this machine is busy before the run (load average {load:.1f} on {cpus} cores); times include waiting "
+            f"for other processes, so rerun on an idle machine before comparing")
+
+
 def _open_mpi_params(launcher: str) -> set[str]:
     """MCA parameter names this Open MPI knows (from ompi_info beside its mpiexec)."""
     ompi_info = Path(launcher).with_name("ompi_info")

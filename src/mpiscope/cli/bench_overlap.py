@@ -61,17 +61,21 @@ def render(result: OverlapResult) -> None:
         reference = f"IMB-NBC {op.imb_name}" if op.imb_name else "mpiscope extension, no IMB reference"
         output.preformatted(imb_table(f"Benchmarking {name} ({reference}); #processes = {result.config.ranks}; "
                                       f"{result.mpi}", ["#bytes"], groups, table))
-    for info in result.settings:
-        if info.oversubscribed:
-            output.warn(f"(*) {info.oversubscription_note}")
-    for warning in result.warnings:
-        output.warn(warning)
     mflops = ", ".join(f"{s.kernel_mflops:.0f} (progress {'on' if s.async_progress else 'off'})"
                        for s in result.settings)
     output.text(f"CPU_Exploit ({result.config.kernel_size}x{result.config.kernel_size} float mat-vec) obtains "
                 f"{mflops} MFlops. t_ovrl, t_pure, t_CPU come from the rank with the largest t_ovrl, as in IMB; "
                 f"+CPU = the blocking collective's time on the slowest rank + that t_CPU; faster = which of "
                 f"t_ovrl and blocking+CPU is smaller.")
+
+
+def warn(result: OverlapResult) -> None:
+    """On stderr, also with --json -: what makes these numbers less trustworthy."""
+    for info in result.settings:
+        if info.oversubscribed:
+            output.warn(f"(*) {info.oversubscription_note}")
+    for warning in result.warnings:
+        output.warn(warning)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_overlap(config, advance)
     if args.json != "-":
         render(result)
+    warn(result)
     write_outputs(args, result.to_json(), result.csv_text(), lambda path: plot_overlap(result, path))
     for row in result.failed_checks:
         output.warn(f"{row.op} at {row.bytes} B (progress {'on' if row.async_progress else 'off'}) delivered "

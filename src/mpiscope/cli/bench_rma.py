@@ -77,6 +77,10 @@ def render(result: RmaResult) -> None:
         output.text("t_pure: the target waits in MPI_Barrier; t_ovrl: the target computes outside MPI for t_pure, "
                     "then enters MPI_Barrier. ratio = t_ovrl/t_pure: about 2 means no passive progress (the target "
                     "must call MPI), about 1 means the MPI completes the Put without the target.")
+
+
+def warn(result: RmaResult) -> None:
+    """On stderr, also with --json -: what makes these numbers less trustworthy."""
     for info in result.settings:
         if info["oversubscribed"]:
             output.warn(f"(*) {info['oversubscription_note']}")
@@ -95,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_rma(config, advance)
     if args.json != "-":
         render(result)
+    warn(result)
     write_outputs(args, result.to_json(), result.csv_text(), lambda path: plot_rma(result, path))
     for what in result.failed_checks:
         output.warn(f"{what}: the one-sided result was wrong; the MPI's RMA is incorrect here")
