@@ -40,6 +40,7 @@ from mpiscope.bench.rma import RmaConfig, run_rma
 from mpiscope.mpi.find import launcher_env
 
 Table = dict[int, dict[str, float]]          # bytes -> column -> value
+UNRATIOED = ("#repetitions", "overlap")     # compared side by side, without a ratio
 
 
 def parse_imb(text: str) -> dict[str, Table]:
@@ -79,7 +80,7 @@ def mpiscope_nbc(ops: list[str], sizes: list[int], ranks: int, args: argparse.Na
     out: dict[str, Table] = {}
     for r in run_overlap(cfg).rows:
         imb_name = catalog.NBC_BY_NAME[r.op].imb_name or r.op
-        out.setdefault(imb_name, {})[r.bytes] = {"t_pure[usec]": r.point.t_pure_us,
+        out.setdefault(imb_name, {})[r.bytes] = {"#repetitions": r.n_sample, "t_pure[usec]": r.point.t_pure_us,
                                                  "t_ovrl[usec]": r.point.t_ovrlp_us,
                                                  "t_CPU[usec]": r.point.t_cpu_us, "overlap[%]": r.point.overlap_pct}
     return out
@@ -88,7 +89,8 @@ def mpiscope_nbc(ops: list[str], sizes: list[int], ranks: int, args: argparse.Na
 def mpiscope_passive(sizes: list[int], args: argparse.Namespace) -> dict[str, Table]:
     cfg = RmaConfig(ops=["truly_passive_put"], sizes=sizes, async_progress=args.async_progress,
                     iterations=args.iter, time_per_size_s=args.time)
-    return {"Truly_passive_put": {p.bytes: {"t_pure[usec]": p.t_pure_us, "t_ovrl[usec]": p.t_ovrlp_us}
+    return {"Truly_passive_put": {p.bytes: {"#repetitions": p.n_sample, "t_pure[usec]": p.t_pure_us,
+                                            "t_ovrl[usec]": p.t_ovrlp_us}
                                   for p in run_rma(cfg).passive}}
 
 
@@ -115,7 +117,7 @@ def compare(rounds: list[tuple[dict[str, Table], dict[str, Table]]], name: str,
             key = col.split("[")[0]
             row[f"imb_{key}"] = statistics.median(imb_v)
             row[f"mpiscope_{key}"] = statistics.median(ms_v)
-            if ratios and key != "overlap":
+            if ratios and key not in UNRATIOED:
                 row[f"ratio_{key}"] = statistics.median(ratios)
                 row[f"ratio_{key}_spread"] = [min(ratios), max(ratios)]
         rows.append(row)
@@ -124,18 +126,20 @@ def compare(rounds: list[tuple[dict[str, Table], dict[str, Table]]], name: str,
 
 def show(name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
     keys = [c.split("[")[0] for c in columns]
-    head = f"{'#bytes':>9}"
+    labels: list[tuple[str, str]] = [("#bytes", "bytes")]
     for k in keys:
-        head += f"{'IMB ' + k:>16}{'mpiscope ' + k:>18}" + ("" if k == "overlap" else f"{'ratio':>8}{'spread':>14}")
-    print(f"\n# {name}\n{head}")
+        labels += [(f"IMB {k}", f"imb_{k}"), (f"mpiscope {k}", f"mpiscope_{k}")]
+        labels += [] if k in UNRATIOED else [("ratio", f"ratio_{k}"), ("spread", f"ratio_{k}_spread")]
+    widths = [max(len(label) + 2, 14 if label == "spread" else 10) for label, _ in labels]
+    print(f"\n# {name}\n" + "".join(f"{label:>{w}}" for (label, _), w in zip(labels, widths)))
     for r in rows:
-        line = f"{r['bytes']:>9}"
-        for k in keys:
-            line += f"{r[f'imb_{k}']:>16.2f}{r[f'mpiscope_{k}']:>18.2f}"
-            if k != "overlap":
-                lo, hi = r[f"ratio_{k}_spread"]
-                line += f"{r[f'ratio_{k}']:>8.3f}{f'{lo:.2f}..{hi:.2f}':>14}"
-        print(line)
+        cells = []
+        for (_, key), w in zip(labels, widths):
+            v = r[key]
+            text = (f"{v[0]:.2f}..{v[1]:.2f}" if isinstance(v, list) else f"{v:.0f}" if key in ("bytes",)
+                    or "repetitions" in key else f"{v:.3f}" if key.startswith("ratio") else f"{v:.2f}")
+            cells.append(f"{text:>{w}}")
+        print("".join(cells))
 
 
 def main() -> int:
@@ -182,16 +186,17 @@ def main() -> int:
                 got[who] = (run_imb(imb_dir / "IMB-RMA", launcher, 2, ["Truly_passive_put"], args, env) if who == 0
                             else mpiscope_passive(sizes, args))
             rma_rounds.append((got[0], got[1]))
-    nbc_cols = ["t_pure[usec]", "t_ovrl[usec]", "overlap[%]"]
+    nbc_cols = ["#repetitions", "t_pure[usec]", "t_ovrl[usec]", "overlap[%]"]
     result: dict[str, Any] = {"schema": "mpiscope.bench.overlap_vs_imb/1", **info, "tables": {}}
     for name in imb_names:
         rows = compare(nbc_rounds, name, nbc_cols)
         result["tables"][name] = rows
         show(name, rows, nbc_cols)
     if rma_rounds:
-        rows = compare(rma_rounds, "Truly_passive_put", ["t_pure[usec]", "t_ovrl[usec]"])
+        rma_cols = ["#repetitions", "t_pure[usec]", "t_ovrl[usec]"]
+        rows = compare(rma_rounds, "Truly_passive_put", rma_cols)
         result["tables"]["Truly_passive_put"] = rows
-        show("Truly_passive_put", rows, ["t_pure[usec]", "t_ovrl[usec]"])
+        show("Truly_passive_put", rows, rma_cols)
     result["load_avg_end"] = os.getloadavg()
     print(f"\n# load average at the end: {result['load_avg_end']}")
     if args.json:
