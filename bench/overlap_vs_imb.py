@@ -186,7 +186,7 @@ def main() -> int:
                 got[who] = (run_imb(imb_dir / "IMB-RMA", launcher, 2, ["Truly_passive_put"], args, env) if who == 0
                             else mpiscope_passive(sizes, args))
             rma_rounds.append((got[0], got[1]))
-    nbc_cols = ["#repetitions", "t_pure[usec]", "t_ovrl[usec]", "overlap[%]"]
+    nbc_cols = ["#repetitions", "t_pure[usec]", "t_ovrl[usec]", "t_CPU[usec]", "overlap[%]"]
     result: dict[str, Any] = {"schema": "mpiscope.bench.overlap_vs_imb/1", **info, "tables": {}}
     for name in imb_names:
         rows = compare(nbc_rounds, name, nbc_cols)
