@@ -62,6 +62,15 @@ def _x(sizes: list[int]) -> list[float]:
     return [s if s > 0 else 0.5 for s in sizes]
 
 
+def _size_axis(ax: Axes) -> None:
+    """Powers of two in bytes, with the 0-byte point (drawn at 0.5) labelled 0."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: "0" if v == 0.5 else f"$2^{{{math.log2(v):.0f}}}$"))
+    ax.set_xlabel("message size [bytes]")
+
+
 def plot_overlap(result: OverlapResult, path: Path) -> None:
     ops = list(dict.fromkeys(r.op for r in result.rows))
     fig, axes = _figure(len(ops))
@@ -81,10 +90,9 @@ def plot_overlap(result: OverlapResult, path: Path) -> None:
                     label=f"blocking + t_CPU ({label})")
             pct_ax.plot(x, [r.point.overlap_pct for r in rows], STYLE[enabled], color="C2", alpha=0.6,
                         label=f"overlap % ({label})")
-        ax.set_xscale("log", base=2)
+        _size_axis(ax)
         ax.set_yscale("log")
         ax.set_title(op)
-        ax.set_xlabel("message size [bytes]")
         ax.set_ylabel("time [µs]")
         pct_ax.set_ylim(0, 105)
         pct_ax.set_ylabel("overlap [%]", color="C2")
@@ -122,9 +130,8 @@ def plot_rma(result: RmaResult, path: Path) -> None:
         ax.legend(fontsize="x-small")
     for ax in fig.axes:
         if ax.get_visible():
-            ax.set_xscale("log", base=2)
+            _size_axis(ax)
             ax.set_yscale("log")
-            ax.set_xlabel("message size [bytes]")
             ax.set_ylabel("time per operation [µs]")
     fig.suptitle(f"mpiscope bench rma: {result.mpi}, origin rank 0, target rank 1")
     _save(fig, path)
