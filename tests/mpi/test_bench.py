@@ -119,6 +119,7 @@ def test_rma_operations_and_truly_passive_ratio(mpich):
     (["bench", "rma", "-n", "3"], "run them with -n 2"),
     (["bench", "overlap", "--plot", "out.gif"], "end the file name in .png"),
     (["bench"], "name a benchmark"),
+    (["bench", "rma", "--launcher-args", "-f 'hosts"], "check its quotes"),
 ])
 def test_bad_input_is_one_sentence(args, words, mpich):
     done = mpiscope_cli(args, env=mpich.environ())

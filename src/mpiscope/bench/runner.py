@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpiscope.errors import MpiError, NativeBuildError
+from mpiscope.errors import MpiError, NativeBuildError, UsageError
 from mpiscope.mpi.find import MpiInfo, built_against, find_launcher, launcher_env, lib_dir
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,10 @@ def progress_settings(mode: str, mpi: MpiInfo, launcher: str) -> tuple[list[Prog
 
 
 def launch_command(launcher: str, mpi: MpiInfo, ranks: int, extra: str, argv: list[str]) -> list[str]:
-    cmd = [launcher, *shlex.split(extra or "")]
+    try:
+        cmd = [launcher, *shlex.split(extra or "")]
+    except ValueError as e:
+        raise UsageError(f"--launcher-args {extra!r} cannot be split into arguments ({e}); check its quotes") from e
     cpus = os.cpu_count() or 1
     if mpi.implementation == "Open MPI" and ranks > cpus and "--oversubscribe" not in cmd:
         cmd.append("--oversubscribe")     # Open MPI refuses more ranks than slots otherwise
