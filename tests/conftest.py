@@ -51,6 +51,8 @@ class Mpi:
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ, **self.env)
+        # this MPI's tools first, as for a user who set up their environment
+        env["PATH"] = f"{self.mpiexec.parent}{os.pathsep}{env.get('PATH', '')}"
         if self.lib_dir:
             env["MPISCOPE_LIB_DIR"] = str(self.lib_dir)
         return env

@@ -59,6 +59,10 @@ def write_atomic(path: Path, data: bytes) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        # mkstemp makes the file private (0600); results get the usual mode
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except OSError as e:
         raise UsageError(f"cannot write {path} ({e.strerror}); choose a writable path with free space") from e

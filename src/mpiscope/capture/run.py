@@ -33,7 +33,7 @@ VALUE_OPTIONS = {
     "-profile", "--output-filename", "--report-bindings-file", "-display-map", "--preload-files",
 }
 TWO_VALUE_OPTIONS = {"-genv", "-env", "--mca", "-mca", "--prtemca", "--pmixmca"}
-MIN_FREE_BYTES = 64 << 20
+MIN_FREE_BYTES = 16 << 20  # a few 1 MiB blocks per rank, and the merged tables
 
 
 @dataclass
@@ -90,6 +90,7 @@ def _check_mpi(cmd: list[str], built: MpiInfo) -> None:
 
 
 def _prepare_dir(out: Path, force: bool) -> None:
+    """Refuse before writing anything; --force replaces only a previous trace's files."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a directory; choose another --out")
     if out.is_dir():
@@ -98,28 +99,25 @@ def _prepare_dir(out: Path, force: bool) -> None:
             raise UsageError(f"{out} already holds a trace; choose another --out or add --force to replace it")
         if any(out.iterdir()) and not holds_trace and not force:
             raise UsageError(f"{out} is not empty; choose an empty or new --out directory")
-    probe_dir = out if out.is_dir() else _existing_parent(out)
-    if not os.access(probe_dir, os.W_OK | os.X_OK):
-        raise UsageError(f"{probe_dir} is not writable; choose a writable --out directory")
-    free = shutil.disk_usage(probe_dir).free
-    if free < MIN_FREE_BYTES:
-        raise UsageError(f"{probe_dir} has only {free >> 20} MiB free; free some space or choose another --out")
-    if out.is_dir() and force:
-        for name in ("raw", "manifest.json", "events.parquet", "messages.parquet", "collectives.parquet",
-                     "comms.parquet"):
-            p = out / name
-            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+    created = not out.exists()
     try:
         (out / "raw").mkdir(parents=True, exist_ok=True)
+        probe = out / ".mpiscope-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
     except OSError as e:
-        raise UsageError(f"cannot create {out / 'raw'} ({e.strerror}); choose a writable --out directory") from e
-
-
-def _existing_parent(p: Path) -> Path:
-    p = p.absolute()
-    while not p.exists():
-        p = p.parent
-    return p
+        raise UsageError(f"cannot write to {out} ({e.strerror}); choose a writable --out directory") from e
+    free = shutil.disk_usage(out).free
+    if free < MIN_FREE_BYTES:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise UsageError(f"{out} has only {free >> 20} MiB free; free some space or choose another --out")
+    if force:
+        for name in ("manifest.json", "events.parquet", "messages.parquet", "collectives.parquet",
+                     "comms.parquet"):
+            (out / name).unlink(missing_ok=True)
+        for old in (out / "raw").iterdir():
+            old.unlink()
 
 
 def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = False,

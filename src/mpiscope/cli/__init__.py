@@ -22,6 +22,9 @@ VERBS = {
     "stats": "stats",
     "doctor": "doctor",
     "demo": "demo",
+    "map": "map",
+    "roofline": "roofline",
+    "sim": "sim",
     "bench": "bench",
 }
 

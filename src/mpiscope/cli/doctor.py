@@ -29,7 +29,7 @@ def _simgrid() -> dict[str, Any]:
     version = ""
     if smpirun:
         try:
-            out = subprocess.run([smpirun, "-version"], capture_output=True, text=True, timeout=30)
+            out = subprocess.run([smpirun, "-version"], capture_output=True, text=True, timeout=30, check=False)
             version = (out.stdout + out.stderr).strip().splitlines()[0] if (out.stdout + out.stderr).strip() else ""
         except (OSError, subprocess.TimeoutExpired):
             version = ""
@@ -51,7 +51,8 @@ def diagnose() -> dict[str, Any]:
         b = None
         report["built_against"] = None
         report["problems"].append({"problem": str(e), "fix": "mpiscope doctor --rebuild"})
-    mpicc, launcher = find_mpicc(), find_launcher()
+    # What the user will type: mpiexec on PATH, else the built-against MPI's own.
+    mpicc, launcher = find_mpicc(), shutil.which("mpiexec") or find_launcher()
     found: dict[str, Any] = {"mpicc": mpicc, "mpiexec": launcher}
     if launcher:
         impl, version = launcher_mpi(launcher)

@@ -20,6 +20,6 @@ for i in range(iters):
     else:
         comm.Recv(buf, source=prv, tag=i)
         comm.Send(buf, dest=nxt, tag=i)
-token = comm.sendrecv({"rank": rank}, dest=nxt, source=prv)
+token = comm.sendrecv({"rank": rank}, dest=nxt, sendtag=100, source=prv, recvtag=100)
 assert token["rank"] == prv
 comm.Barrier()

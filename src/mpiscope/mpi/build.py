@@ -41,8 +41,10 @@ def rebuild(mpicc: str, dest: Path, build_type: str = "Release", sanitize: str =
         for step in steps:
             done = subprocess.run(step, env=env, capture_output=True, text=True, check=False)
             if done.returncode != 0:
-                last = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                raise NativeBuildError(f"building the native parts with {mpicc} failed ({' / '.join(last)}); "
+                lines = (done.stdout + done.stderr).splitlines()
+                first = next((ln.strip() for ln in lines if "error" in ln.lower() and "gmake" not in ln),
+                             lines[-1] if lines else "no output")
+                raise NativeBuildError(f"building the native parts with {mpicc} failed ({first}); "
                                        f"check that {mpicc} compiles MPI programs")
     return dest
 
@@ -54,10 +56,11 @@ def cache_dir() -> Path:
 
 def compile_program(source: Path, mpicc: str | None = None, extra: list[str] | None = None,
                     out_dir: Path | None = None) -> Path:
-    """Compile an MPI C program with debug info; cached by source, compiler and flags."""
+    """Compile an MPI program (C, or Fortran with an mpif90) with debug info;
+    cached by source, compiler and flags."""
     source = Path(source)
     if not source.is_file():
-        raise UsageError(f"program source {source} not found; give the path of a .c file")
+        raise UsageError(f"program source {source} not found; give the path of a source file")
     compiler = mpicc or _default_compiler()
     flags = ["-O2", "-g", "-fno-omit-frame-pointer"] + (extra or [])
     key = hashlib.sha256(source.read_bytes() + "\0".join([compiler] + flags).encode()).hexdigest()[:16]
@@ -66,7 +69,8 @@ def compile_program(source: Path, mpicc: str | None = None, extra: list[str] | N
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-    done = subprocess.run([compiler, *flags, str(source), "-o", str(tmp), "-lm", "-lpthread"],
+    libs = ["-lm", "-lpthread"] if source.suffix == ".c" else []
+    done = subprocess.run([compiler, *flags, str(source), "-o", str(tmp), *libs],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tmp.unlink(missing_ok=True)

@@ -37,6 +37,7 @@ def implementation_of(text: str) -> tuple[str, str]:
     patterns = [
         ("Open MPI", r"Open MPI v?(\d[\w.]*)"),
         ("Open MPI", r"\(Open MPI\) (\d[\w.]*)"),
+        ("Open MPI", r"\(OpenRTE\) (\d[\w.]*)"),  # Open MPI 4's mpiexec
         ("Intel MPI", r"Intel\(R\) MPI Library (\S+)"),
         ("MVAPICH", r"MVAPICH2? Version:\s*(\S+)"),
         ("MPICH", r"MPICH Version:\s*(\S+)"),
@@ -107,7 +108,7 @@ def find_launcher(name: str = "mpiexec") -> str | None:
 def launcher_mpi(launcher: str) -> tuple[str, str]:
     """(implementation, version) of an mpiexec/mpirun, from its --version."""
     try:
-        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30,
+        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30, check=False,
                              env=launcher_env(os.environ.copy())).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
         raise MpiError(f"cannot run {launcher} --version ({e}); check the MPI installation") from e

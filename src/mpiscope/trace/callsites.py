@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 _MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) \S+ \d+\s+(/\S.*)$")
@@ -73,18 +74,17 @@ def _label(module: str, off: int, func: str, where: str) -> str:
     return f"{name}+{off:#x}"
 
 
-def resolve_callsites(trace_dir: Path, pairs: pl.DataFrame) -> pl.DataFrame:
-    """pairs: distinct (rank, callsite_addr) -> adds `callsite` (a label)."""
+def resolve_callsites(trace_dir: Path, ranks: list[int], addrs: list[int]) -> list[str]:
+    """Labels of distinct (rank, address) call sites."""
     located: dict[tuple[int, int], tuple[str, int]] = {}
-    for rank in pairs["rank"].unique().to_list():
-        maps = _read_maps(Path(trace_dir) / "raw" / f"rank-{rank:06d}.maps")
-        addrs = pairs.filter(pl.col("rank") == rank)["callsite_addr"].to_list()
-        for addr in addrs:
-            for start, end, offset, path in maps:
-                if start <= addr < end:
-                    rel = addr if _elf_is_exec(path) else addr - start + offset
-                    located[(rank, addr)] = (path, rel)
-                    break
+    maps_of: dict[int, list[tuple[int, int, int, str]]] = {}
+    for rank, addr in zip(ranks, addrs):
+        if rank not in maps_of:
+            maps_of[rank] = _read_maps(Path(trace_dir) / "raw" / f"rank-{rank:06d}.maps")
+        for start, end, offset, path in maps_of[rank]:
+            if start <= addr < end:
+                located[(rank, addr)] = (path, addr if _elf_is_exec(path) else addr - start + offset)
+                break
     by_module: dict[str, set[int]] = {}
     for module, rel in located.values():
         by_module.setdefault(module, set()).add(rel)
@@ -94,6 +94,16 @@ def resolve_callsites(trace_dir: Path, pairs: pl.DataFrame) -> pl.DataFrame:
         for off in offs:
             func, where = resolved.get(off, ("??", "??:0"))
             names[(module, off)] = _label(module, off, func, where)
-    labels = [names[located[(r, a)]] if (r, a) in located else (f"{a:#x}" if a else "")
-              for r, a in zip(pairs["rank"].to_list(), pairs["callsite_addr"].to_list())]
-    return pairs.with_columns(pl.Series("callsite", labels, dtype=pl.Utf8))
+    return [names[located[(r, a)]] if (r, a) in located else (f"{a:#x}" if a else "")
+            for r, a in zip(ranks, addrs)]
+
+
+def callsite_column(trace_dir: Path, rank: np.ndarray, addr: np.ndarray) -> pl.Series:
+    """The `callsite` column: labels resolved once per distinct (rank, address)."""
+    key = rank.astype(np.uint64) << np.uint64(48) | (addr.astype(np.uint64) & np.uint64((1 << 48) - 1))
+    # hash-based factorisation (parallel in Polars) rather than a full sort
+    codes = pl.DataFrame({"k": key}).with_row_index("i").group_by("k").agg(pl.col("i").first())
+    first = codes["i"].to_numpy()
+    labels = resolve_callsites(trace_dir, rank[first].tolist(), addr[first].tolist())
+    lookup = pl.DataFrame({"k": codes["k"], "callsite": pl.Series(labels, dtype=pl.Categorical)})
+    return pl.DataFrame({"k": key}).join(lookup, on="k", how="left", maintain_order="left")["callsite"]

@@ -35,45 +35,51 @@ class RankClock:
                 "drift_ppm": self.drift * 1e6}
 
 
-def rank_clock(f: RankFile) -> RankClock:
+def _pairs(f: RankFile) -> list[tuple[int, int]]:
+    """Every (tick, ns) calibration pair a rank file holds, by time."""
     h = f.header
-    if int(h["clock_kind"]) == R.CLOCK_MONOTONIC_NS:
-        tick_ref, ns_ref, rate = 0, 0, 1.0
-    else:
-        pairs = [(int(h["tick_init"]), int(h["ns_init"])), (int(h["tick_cal"]), int(h["ns_cal"]))]
-        if f.block_ticks.size:
-            last = int(np.argmax(f.block_ns))
-            pairs.append((int(f.block_ticks[last]), int(f.block_ns[last])))
-        if int(h["tick_end"]):
-            pairs.append((int(h["tick_end"]), int(h["ns_end"])))
-        pairs = [p for p in pairs if p[0]]
-        first = pairs[0]
-        last_pair = max(pairs[1:], key=lambda p: p[1], default=first)
-        span = last_pair[0] - first[0]
-        rate = (last_pair[1] - first[1]) / span if span > 0 else 1.0
-        tick_ref, ns_ref = first
-    off0, at0 = float(h["offset_init_ns"]), float(h["offset_init_at_ns"])
-    off1, at1 = float(h["offset_end_ns"]), float(h["offset_end_at_ns"])
-    measured_end = int(h["sync_rtt_end_ns"]) > 0 or (int(h["sync_rtt_init_ns"]) == 0 and at1 > 0)
-    drift = (off1 - off0) / (at1 - at0) if measured_end and at1 > at0 else 0.0
-    return RankClock(f.rank, tick_ref, ns_ref, rate, off0, at0, drift)
+    pairs = [(int(h["tick_init"]), int(h["ns_init"])), (int(h["tick_cal"]), int(h["ns_cal"])),
+             (int(h["tick_end"]), int(h["ns_end"]))]
+    pairs += list(zip(f.block_ticks.tolist(), f.block_ns.tolist()))
+    return sorted(p for p in pairs if p[0] and p[1])
 
 
-def to_global_ns(ticks: np.ndarray, ranks: np.ndarray, clocks: dict[int, RankClock]) -> np.ndarray:
-    """Vectorised conversion of raw ticks of many ranks to rank 0's ns (int64)."""
-    n = max(clocks) + 1
-    tick_ref = np.zeros(n, dtype=np.int64)
-    ns_ref = np.zeros(n, dtype=np.int64)
-    rate = np.ones(n)
-    off = np.zeros(n)
-    at = np.zeros(n)
-    drift = np.zeros(n)
-    for r, c in clocks.items():
-        tick_ref[r], ns_ref[r], rate[r] = c.tick_ref, c.ns_ref, c.ns_per_tick
-        off[r], at[r], drift[r] = c.offset_ns, c.offset_at_ns, c.drift
-    local = ns_ref[ranks] + np.rint((ticks.astype(np.int64) - tick_ref[ranks]) * rate[ranks]).astype(np.int64)
-    offset = off[ranks] + (local - at[ranks]) * drift[ranks]
-    return local - np.rint(offset).astype(np.int64)
+def _rate(pairs: list[tuple[int, int]]) -> tuple[float, int]:
+    """ns per tick over the widest span, and that span in ns."""
+    if len(pairs) < 2 or pairs[-1][0] <= pairs[0][0]:
+        return 1.0, 0
+    (t0, n0), (t1, n1) = pairs[0], pairs[-1]
+    return (n1 - n0) / (t1 - t0), n1 - n0
+
+
+def rank_clocks(files: list[RankFile]) -> dict[int, RankClock]:
+    """Clock conversion of every rank.
+
+    All ranks of one booted host read the same invariant TSC, so they share
+    one tick rate: the one measured over the longest span on that host (a rank
+    killed early has a short span, and a short span magnifies the jitter of
+    its calibration pairs into a rate error of 1e-3 on loaded cores)."""
+    best: dict[bytes, tuple[float, int]] = {}
+    for f in files:
+        if int(f.header["clock_kind"]) != R.CLOCK_TSC:
+            continue
+        host = bytes(f.header["hostname"]) + bytes(f.header["boot_id"])
+        rate, span = _rate(_pairs(f))
+        if span > best.get(host, (1.0, -1))[1]:
+            best[host] = (rate, span)
+    clocks = {}
+    for f in files:
+        h = f.header
+        if int(h["clock_kind"]) == R.CLOCK_TSC:
+            tick_ref, ns_ref = _pairs(f)[0]
+            rate = best[bytes(h["hostname"]) + bytes(h["boot_id"])][0]
+        else:
+            tick_ref, ns_ref, rate = 0, 0, 1.0
+        off0, at0 = float(h["offset_init_ns"]), float(h["offset_init_at_ns"])
+        off1, at1 = float(h["offset_end_ns"]), float(h["offset_end_at_ns"])
+        drift = (off1 - off0) / (at1 - at0) if at1 > at0 else 0.0
+        clocks[f.rank] = RankClock(f.rank, tick_ref, ns_ref, rate, off0, at0, drift)
+    return clocks
 
 
 def causality_shifts(src: np.ndarray, dst: np.ndarray, send_enter: np.ndarray, recv_leave: np.ndarray,

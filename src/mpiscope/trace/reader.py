@@ -35,9 +35,9 @@ class CommDef:
 class RankFile:
     rank: int
     header: np.void
-    records: np.ndarray        # REC_DTYPE, per thread in recording order, threads concatenated
-    thread: np.ndarray         # uint16 thread index of each record
-    block_ticks: np.ndarray    # calibration pairs (tick0, ns0) of every block
+    blocks: list[np.ndarray]   # committed records of each block (views of the mapped file), per thread in order
+    block_thread: list[int]    # thread index of each block
+    block_ticks: np.ndarray    # clock calibration pairs of the blocks (first and latest of each)
     block_ns: np.ndarray
     comms: list[CommDef]
     state: int
@@ -47,12 +47,24 @@ class RankFile:
     def cut_off(self) -> bool:
         return self.state != R.STATE_FINISHED
 
+    @property
+    def size(self) -> int:
+        return sum(b.size for b in self.blocks)
+
+    @property
+    def records(self) -> np.ndarray:
+        return np.concatenate(self.blocks) if self.blocks else np.zeros(0, R.REC_DTYPE)
+
+    @property
+    def thread(self) -> np.ndarray:
+        return np.repeat(np.array(self.block_thread, np.uint16), [b.size for b in self.blocks])
+
 
 def _header(data: np.ndarray, path: Path) -> np.void:
-    if data.size < R.FILE_HEADER_DTYPE.itemsize:
+    if data.size < R.HEADER_BYTES:
         raise TraceCorrupt(f"{path} is too short to be an mpiscope rank file; "
                            f"record the program again with mpiscope run")
-    hdr = data[: R.FILE_HEADER_DTYPE.itemsize].view(R.FILE_HEADER_DTYPE)[0]
+    hdr: np.void = np.frombuffer(data[: R.FILE_HEADER_DTYPE.itemsize].tobytes(), R.FILE_HEADER_DTYPE)[0]
     if int(hdr["magic"]) != R.FILE_MAGIC:
         raise TraceCorrupt(f"{path} is not an mpiscope rank file (bad magic); "
                            f"remove it or record the program again with mpiscope run")
@@ -64,51 +76,54 @@ def _header(data: np.ndarray, path: Path) -> np.void:
 
 
 def read_rank_file(path: Path, ncalls: int) -> RankFile:
-    """All committed records of one rank file; `ncalls` bounds valid call ids."""
+    """All committed records of one rank file; `ncalls` bounds valid call ids.
+
+    The file is memory-mapped: records are views, copied once, later, into
+    the merged columns."""
     try:
-        data = np.fromfile(path, dtype=np.uint8)
-    except OSError as e:
-        raise TraceCorrupt(f"cannot read {path} ({e.strerror}); check the file's permissions") from e
+        data = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
+    except (OSError, ValueError) as e:
+        raise TraceCorrupt(f"cannot read {path} ({e}); check the file's permissions") from e
     hdr = _header(data, path)
     rank = int(hdr["rank"])
     warnings: list[str] = []
-    body = data[R.HEADER_BYTES:]
-    nblocks, rest = divmod(body.size, R.BLOCK_BYTES)
-    if rest >= R.BLOCK_HEADER_BYTES + R.REC_BYTES:
-        # A file cut inside a block: keep the whole records before the cut.
-        tail = np.zeros(R.BLOCK_BYTES, dtype=np.uint8)
-        tail[:rest] = body[nblocks * R.BLOCK_BYTES:]
-        body = np.concatenate([body[: nblocks * R.BLOCK_BYTES], tail])
-        nblocks += 1
-        warnings.append(f"rank {rank}: the file ends inside a block; read up to its last whole record")
-    blocks = body[: nblocks * R.BLOCK_BYTES].reshape(nblocks, R.BLOCK_BYTES)
-    bh = np.ascontiguousarray(blocks[:, : R.BLOCK_HEADER_BYTES]).view(R.BLOCK_HEADER_DTYPE).ravel()
-    good = (bh["magic"] == R.BLOCK_MAGIC) & (bh["rank"] == rank)
-    damaged = (~good) & (blocks[:, : R.BLOCK_HEADER_BYTES].any(axis=1))
-    if damaged.any():
-        warnings.append(f"rank {rank}: {int(damaged.sum())} damaged block(s) skipped")
-    recs = blocks[:, R.BLOCK_HEADER_BYTES: R.BLOCK_HEADER_BYTES + R.RECS_PER_BLOCK * R.REC_BYTES]
-    recs = recs.view(R.REC_DTYPE)  # (nblocks, RECS_PER_BLOCK), rows strided by block
-    calls = recs["call"]
-    # A block is valid up to its first uncommitted (zero) record.
-    valid = np.cumprod(calls != 0, axis=1, dtype=np.uint8).astype(bool) & good[:, None]
-    bad_call = valid & (calls >= ncalls)
-    if bad_call.any():
-        warnings.append(f"rank {rank}: {int(bad_call.sum())} record(s) with unknown call ids skipped")
-        valid &= ~bad_call
-    order = np.lexsort((bh["seq"], bh["thread"]))
-    valid = valid[order]
-    records = recs[order][valid]
-    thread = np.repeat(bh["thread"][order], valid.sum(axis=1))
-    state = int(hdr["state"])
-    if state != R.STATE_FINISHED:
-        warnings.append(f"rank {rank} did not finish ({R.STATE_NAMES.get(state, 'unknown state')}"
-                        f"{', signal ' + str(int(hdr['end_signal'])) if int(hdr['end_signal']) else ''}); "
-                        f"its trace is read up to its last record")
-    return RankFile(rank=rank, header=hdr, records=records, thread=thread,
-                    block_ticks=bh["tick0"][good], block_ns=bh["ns0"][good],
+    body = data.size - R.HEADER_BYTES
+    nblocks = -(-body // R.BLOCK_BYTES)
+    found: list[tuple[int, int, np.ndarray]] = []
+    ticks, ns = [], []
+    damaged = bad_calls = 0
+    for b in range(nblocks):
+        start = R.HEADER_BYTES + b * R.BLOCK_BYTES
+        end = min(start + R.BLOCK_BYTES, data.size)
+        nrec = min(R.RECS_PER_BLOCK, max(0, end - start - R.BLOCK_HEADER_BYTES) // R.REC_BYTES)
+        if end - start < R.BLOCK_BYTES and nrec:
+            warnings.append(f"rank {rank}: the file ends inside a block; read up to its last whole record")
+        if nrec == 0:
+            continue
+        bh = np.frombuffer(data[start: start + R.BLOCK_HEADER_BYTES].tobytes(), R.BLOCK_HEADER_DTYPE)[0]
+        if int(bh["magic"]) != R.BLOCK_MAGIC or int(bh["rank"]) != rank:
+            damaged += bool(data[start: start + R.BLOCK_HEADER_BYTES].any())
+            continue
+        recs = data[start + R.BLOCK_HEADER_BYTES: start + R.BLOCK_HEADER_BYTES + nrec * R.REC_BYTES].view(R.REC_DTYPE)
+        calls = recs["call"]
+        zero = np.flatnonzero(calls == 0)  # committed records form a prefix of the block
+        recs = recs[: zero[0] if zero.size else nrec]
+        bad = recs["call"] >= ncalls
+        if bad.any():
+            bad_calls += int(bad.sum())
+            recs = recs[~bad]
+        found.append((int(bh["thread"]), int(bh["seq"]), recs))
+        ticks += [int(bh["tick0"]), int(bh["tick_last"])]
+        ns += [int(bh["ns0"]), int(bh["ns_last"])]
+    if damaged:
+        warnings.append(f"rank {rank}: {damaged} damaged block(s) skipped")
+    if bad_calls:
+        warnings.append(f"rank {rank}: {bad_calls} record(s) with unknown call ids skipped")
+    found.sort(key=lambda x: (x[0], x[1]))
+    return RankFile(rank=rank, header=hdr, blocks=[r for _, _, r in found], block_thread=[t for t, _, _ in found],
+                    block_ticks=np.array(ticks, np.uint64), block_ns=np.array(ns, np.uint64),
                     comms=read_comm_defs(path.with_suffix(".comms"), rank, warnings),
-                    state=state, warnings=warnings)
+                    state=int(hdr["state"]), warnings=warnings)
 
 
 def read_comm_defs(path: Path, rank: int, warnings: list[str]) -> list[CommDef]:
@@ -116,7 +131,8 @@ def read_comm_defs(path: Path, rank: int, warnings: list[str]) -> list[CommDef]:
         warnings.append(f"rank {rank}: no communicator file; only MPI_COMM_WORLD is known")
         return []
     raw = path.read_bytes()
-    out, pos = [], 0
+    out: list[CommDef] = []
+    pos = 0
     while pos + R.COMMDEF_DTYPE.itemsize <= len(raw):
         d = np.frombuffer(raw, dtype=R.COMMDEF_DTYPE, count=1, offset=pos)[0]
         n = int(d["size"]) + int(d["remote_size"])

@@ -35,7 +35,7 @@ REC_DTYPE = np.dtype([
 
 BLOCK_HEADER_DTYPE = np.dtype([
     ("magic", "<u4"), ("version", "<u2"), ("thread", "<u2"), ("rank", "<i4"), ("seq", "<u4"),
-    ("tick0", "<u8"), ("ns0", "<u8"), ("reserved", "<u8", (4,)),
+    ("tick0", "<u8"), ("ns0", "<u8"), ("tick_last", "<u8"), ("ns_last", "<u8"), ("reserved", "<u8", (2,)),
 ])
 
 FILE_HEADER_DTYPE = np.dtype([

@@ -39,16 +39,43 @@ void msc_warn(const char *what, const char *path, int err)
     }
 }
 
+/* Slots of exited threads are reused (with their current block: a slot's
+ * events stay in time order, since its previous thread is gone), so a program
+ * that starts threads over and over keeps being recorded. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint16_t free_slots[MSC_MAX_THREADS];
+static unsigned nfree;
+
+static void thread_exit(void *slot)
+{
+    struct msc_thread *t = slot;
+    pthread_mutex_lock(&slot_lock);
+    if (nfree < MSC_MAX_THREADS) free_slots[nfree++] = t->index;
+    pthread_mutex_unlock(&slot_lock);
+}
+
+static void make_exit_key(void)
+{
+    pthread_key_create(&exit_key, thread_exit);
+}
+
 struct msc_thread *msc_thread_attach(void)
 {
-    unsigned i = __atomic_fetch_add(&nthreads, 1, __ATOMIC_RELAXED);
+    pthread_once(&exit_once, make_exit_key);
+    pthread_mutex_lock(&slot_lock);
+    unsigned i = nfree ? free_slots[--nfree] : nthreads < MSC_MAX_THREADS ? nthreads++ : MSC_MAX_THREADS;
+    pthread_mutex_unlock(&slot_lock);
     if (i >= MSC_MAX_THREADS) {
-        __atomic_fetch_add(&msc_hdr->dropped, 1, __ATOMIC_RELAXED);
+        if (msc_hdr) __atomic_fetch_add(&msc_hdr->dropped, 1, __ATOMIC_RELAXED);
         msc_tls = &overflow_thread;
         return NULL;
     }
     threads[i].index = (uint16_t)i;
+    threads[i].busy = 0;
     msc_tls = &threads[i];
+    pthread_setspecific(exit_key, &threads[i]);
     return msc_tls;
 }
 
@@ -56,11 +83,11 @@ void msc_stop(int state, int sig)
 {
     __atomic_store_n(&msc_recording, 0, __ATOMIC_RELAXED);
     if (!msc_hdr) return;
-    uint64_t ns = msc_now_ns();
-    msc_hdr->tick_end = msc_ticks();
-    msc_hdr->ns_end = ns;
+    msc_clock_pair(&msc_hdr->tick_end, &msc_hdr->ns_end);
     msc_hdr->end_signal = sig;
-    __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
+    /* A disk-full stop stays the file's story even if the program finalizes. */
+    if (__atomic_load_n(&msc_hdr->state, __ATOMIC_ACQUIRE) != MSC_STATE_DISK_FULL)
+        __atomic_store_n(&msc_hdr->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
 
 /* Map the next block for thread t; returns its first free record. */
@@ -87,7 +114,10 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     }
     msc_hdr->nblocks = idx + 1;
     pthread_mutex_unlock(&block_lock);
-    if (t->block) munmap(t->block, MSC_BLOCK_BYTES);
+    /* The previous block stays mapped until the next switch: a call's record
+     * may still be open in it while a sub-record goes into the new one. */
+    if (t->prev_block) munmap(t->prev_block, MSC_BLOCK_BYTES);
+    t->prev_block = t->block;
 
     struct msc_block_header *h = b;
     h->magic = MSC_BLOCK_MAGIC;
@@ -95,8 +125,10 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     h->thread = t->index;
     h->rank = msc_world_rank_self;
     h->seq = t->seq++;
-    h->ns0 = msc_now_ns();
-    h->tick0 = msc_ticks();
+    msc_clock_pair(&h->tick0, &h->ns0);
+    h->tick_last = h->tick0;
+    h->ns_last = h->ns0;
+    t->until_pair = MSC_PAIR_EVERY;
     struct msc_rec *recs = (struct msc_rec *)((char *)b + MSC_BLOCK_HEADER_BYTES);
     /* The block switch itself is an event: tool time the user should see. */
     recs[0].t_enter = t0;
@@ -111,17 +143,28 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     return recs + 1;
 }
 
-void *msc_scratch(size_t bytes)
+void msc_refresh_pair(struct msc_thread *t)
+{
+    struct msc_block_header *h = t->block;
+    uint64_t tick, ns;
+    msc_clock_pair(&tick, &ns);
+    h->ns_last = ns;
+    h->tick_last = tick;
+    t->until_pair = MSC_PAIR_EVERY;
+}
+
+void *msc_scratch(int which, size_t bytes)
 {
     struct msc_thread *t = msc_tls;
-    if (!t || t == &overflow_thread) return NULL;
-    if (t->scratch_bytes < bytes) {
+    if (!t && !(t = msc_thread_attach())) return NULL;
+    if (t == &overflow_thread) return NULL;
+    if (t->scratch_bytes[which] < bytes) {
         size_t want = bytes < 65536 ? 65536 : (bytes + 65535) & ~(size_t)65535;
         void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) return NULL;
-        if (t->scratch) munmap(t->scratch, t->scratch_bytes);
-        t->scratch = p;
-        t->scratch_bytes = want;
+        if (t->scratch[which]) munmap(t->scratch[which], t->scratch_bytes[which]);
+        t->scratch[which] = p;
+        t->scratch_bytes[which] = want;
     }
-    return t->scratch;
+    return t->scratch[which];
 }

@@ -84,7 +84,7 @@ static int open_trace(int rank, int size)
     return 0;
 }
 
-static void msc_start(uint16_t call, uint64_t t0, void *site)
+void msc_start(uint16_t call, uint64_t t0, void *site)
 {
     const char *dir = getenv("MPISCOPE_DIR");
     if (!dir || !*dir || msc_tracking) return;
@@ -146,9 +146,9 @@ MSC_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided
     return rc;
 }
 
-MSC_API int MPI_Finalize(void)
+int msc_finalize(void *site)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_FINALIZE, __builtin_return_address(0));
+    struct msc_rec *r = msc_enter(MSC_CALL_FINALIZE, site);
     if (private_comm != MPI_COMM_NULL) {
         if (msc_hdr) {
             msc_clock_sync(private_comm, &msc_hdr->offset_end_ns, &msc_hdr->sync_rtt_end_ns,
@@ -169,13 +169,13 @@ MSC_API int MPI_Finalize(void)
     return rc;
 }
 
-MSC_API int MPI_Pcontrol(const int level, ...)
+int msc_pcontrol(void *site, int level)
 {
     /* S-CAT's start/stop API: 0 pauses recording, any other level resumes.
      * The call itself is recorded on both sides of the switch, so the merge
      * knows the paused intervals. */
     if (msc_tracking && level == 0) {
-        struct msc_rec *r = msc_enter(MSC_CALL_PCONTROL, __builtin_return_address(0));
+        struct msc_rec *r = msc_enter(MSC_CALL_PCONTROL, site);
         if (r) {
             r->tag = level;
             msc_leave(r);
@@ -183,7 +183,7 @@ MSC_API int MPI_Pcontrol(const int level, ...)
         __atomic_store_n(&msc_recording, 0, __ATOMIC_RELEASE);
     } else if (msc_tracking && msc_hdr->state == MSC_STATE_RUNNING) {
         __atomic_store_n(&msc_recording, 1, __ATOMIC_RELEASE);
-        struct msc_rec *r = msc_enter(MSC_CALL_PCONTROL, __builtin_return_address(0));
+        struct msc_rec *r = msc_enter(MSC_CALL_PCONTROL, site);
         if (r) {
             r->tag = level;
             msc_leave(r);
@@ -192,9 +192,9 @@ MSC_API int MPI_Pcontrol(const int level, ...)
     return PMPI_Pcontrol(level);
 }
 
-MSC_API int MPI_Abort(MPI_Comm comm, int errorcode)
+int msc_abort(void *site, MPI_Comm comm, int errorcode)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_ABORT, __builtin_return_address(0));
+    struct msc_rec *r = msc_enter(MSC_CALL_ABORT, site);
     if (r) {
         r->comm = msc_comm_id(comm);
         r->tag = errorcode;
@@ -202,4 +202,19 @@ MSC_API int MPI_Abort(MPI_Comm comm, int errorcode)
     }
     if (msc_tracking) msc_stop(MSC_STATE_ABORTED, 0);
     return PMPI_Abort(comm, errorcode);
+}
+
+MSC_API int MPI_Finalize(void)
+{
+    return msc_finalize(__builtin_return_address(0));
+}
+
+MSC_API int MPI_Pcontrol(const int level, ...)
+{
+    return msc_pcontrol(__builtin_return_address(0), level);
+}
+
+MSC_API int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    return msc_abort(__builtin_return_address(0), comm, errorcode);
 }

@@ -23,6 +23,7 @@
 #define MSC_HEADER_BYTES 4096u
 #define MSC_BLOCK_BYTES (1u << 20)
 #define MSC_BLOCK_HEADER_BYTES 64u
+#define MSC_PAIR_EVERY 4096u
 #define MSC_RECS_PER_BLOCK ((MSC_BLOCK_BYTES - MSC_BLOCK_HEADER_BYTES) / 48u)
 
 /* Special peer values (world ranks are >= 0). */
@@ -59,7 +60,9 @@ struct msc_block_header {
     uint32_t seq;      /* block number within its thread */
     uint64_t tick0;    /* clock calibration pair taken when the block started */
     uint64_t ns0;      /* CLOCK_MONOTONIC ns at tick0 */
-    uint64_t reserved[4];
+    uint64_t tick_last; /* latest pair, refreshed every MSC_PAIR_EVERY events, so */
+    uint64_t ns_last;   /* that even a killed rank leaves a long calibration span */
+    uint64_t reserved[2];
 };
 _Static_assert(sizeof(struct msc_block_header) == MSC_BLOCK_HEADER_BYTES, "block header size");
 

@@ -46,6 +46,9 @@ int msc_requests_init(void)
     return table_init(&reqs) || table_init(&msgs) ? -1 : 0;
 }
 
+#define SHARED (1ull << 56)
+#define ID_MASK 0x7fffffffu
+
 static inline uint64_t pack(uint32_t id, uint16_t comm, int kind)
 {
     return (uint64_t)id | (uint64_t)comm << 32 | (uint64_t)(kind & 0xff) << 48;
@@ -53,8 +56,9 @@ static inline uint64_t pack(uint32_t id, uint16_t comm, int kind)
 
 static inline uint32_t new_id(void)
 {
-    uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
-    return id ? id : __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED); /* skip 0 on wrap */
+    /* 31 bits: the top bit of a recorded id says MSC_REQ_IMMEDIATE */
+    uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED) & ID_MASK;
+    return id ? id : (__atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED) & ID_MASK);
 }
 
 static struct rslot *find(const struct rtab *t, uint64_t key, int claim)
@@ -77,12 +81,44 @@ static struct rslot *find(const struct rtab *t, uint64_t key, int claim)
     return NULL;
 }
 
+static int persistent(uint64_t v)
+{
+    int kind = (int)(uint8_t)(v >> 48);
+    return kind == MSC_REQ_PSEND || kind == MSC_REQ_PRECV;
+}
+
+/* A nonblocking start. MPI implementations hand out one shared request
+ * object for operations that complete at once (MPICH's builtin completed
+ * request, Open MPI's ompi_request_empty): a handle started again while its
+ * previous request is still pending is such an object. Requests on it are
+ * recorded as complete at start (MSC_REQ_IMMEDIATE) and their completions
+ * are not attributed. */
 static uint32_t start(struct rtab *t, uint64_t key, int kind, uint16_t comm, uint32_t id)
 {
     struct rslot *s = find(t, key, 1);
     if (!s) return 0;
-    __atomic_store_n(&s->val, pack(id, comm, kind), __ATOMIC_RELEASE);
-    return id;
+    uint64_t old = __atomic_load_n(&s->val, __ATOMIC_ACQUIRE), want;
+    do {
+        uint64_t shared = old & SHARED;
+        if ((uint32_t)(old & ID_MASK) != 0 && !persistent(old)) shared = SHARED;
+        want = shared ? (pack(0, comm, kind) | SHARED) : pack(id, comm, kind);
+    } while (!__atomic_compare_exchange_n(&s->val, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    if ((want & SHARED) && !(old & SHARED)) {
+        /* Sharing found only now: the request started earlier on this
+         * handle was complete at its start too. */
+        struct msc_thread *th = msc_tls;
+        struct msc_rec *m = th && __atomic_load_n(&msc_recording, __ATOMIC_RELAXED) ? msc_reserve(th) : NULL;
+        if (m) {
+            m->t_enter = m->t_leave = msc_ticks();
+            m->bytes = m->callsite = 0;
+            m->req = (uint32_t)(old & ID_MASK);
+            m->peer = MSC_PEER_NONE;
+            m->tag = MSC_TAG_NONE;
+            m->comm = comm;
+            msc_commit(m, MSC_SUB_IMMEDIATE);
+        }
+    }
+    return (want & SHARED) ? (id | MSC_REQ_IMMEDIATE) : id;
 }
 
 uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm)
@@ -108,26 +144,30 @@ void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int
     __atomic_store_n(&s->val, pack(0, comm, kind), __ATOMIC_RELEASE);
 }
 
-uint32_t msc_req_lookup(MPI_Request req, struct msc_reqinfo *info)
+/* Before a completion call: what is pending under this handle. */
+void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info)
 {
-    if (req == MPI_REQUEST_NULL) return 0;
+    *info = (struct msc_reqinfo){0, MSC_COMM_UNKNOWN, 0, NULL, 0};
+    if (req == MPI_REQUEST_NULL) return;
     struct rslot *s = find(&reqs, MSC_KEY(req), 0);
-    if (!s) return 0;
+    if (!s) return;
     uint64_t v = __atomic_load_n(&s->val, __ATOMIC_ACQUIRE);
-    if (info) {
-        info->id = (uint32_t)v;
-        info->comm = (uint16_t)(v >> 32);
-        info->kind = (uint8_t)(v >> 48);
-    }
-    return (uint32_t)v;
+    info->id = (uint32_t)(v & ID_MASK);
+    info->comm = (uint16_t)(v >> 32);
+    info->kind = (uint8_t)(v >> 48);
+    info->slot = &s->val;
+    info->val = v;
 }
 
-/* A persistent request completed: it stays allocated but inactive. */
-void msc_req_finished(MPI_Request req, const struct msc_reqinfo *info)
+/* After a completion call returned the request as complete: nothing is
+ * pending under its handle any more. The CAS leaves alone a request that
+ * another thread has meanwhile started on the recycled handle. */
+void msc_req_completed(const struct msc_reqinfo *info)
 {
-    if (info->kind != MSC_REQ_PSEND && info->kind != MSC_REQ_PRECV) return;
-    struct rslot *s = find(&reqs, MSC_KEY(req), 0);
-    if (s) __atomic_store_n(&s->val, pack(0, info->comm, info->kind), __ATOMIC_RELEASE);
+    if (!info->slot || (info->val & ID_MASK) == 0) return;
+    uint64_t expect = info->val;
+    __atomic_compare_exchange_n(info->slot, &expect, info->val & ~(uint64_t)ID_MASK, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
 }
 
 /* MPI_Start of a persistent request: a new instance id, and its envelope
@@ -141,18 +181,20 @@ int msc_req_restart(MPI_Request req, struct msc_rec *sub)
     uint16_t comm = (uint16_t)(v >> 32);
     uint32_t id = new_id();
     __atomic_store_n(&s->val, pack(id, comm, kind), __ATOMIC_RELEASE);
-    sub->req = id;
-    sub->comm = comm;
-    sub->peer = s->peer;
-    sub->tag = s->tag;
-    sub->bytes = s->bytes;
+    if (sub) {
+        sub->req = id;
+        sub->comm = comm;
+        sub->peer = s->peer;
+        sub->tag = s->tag;
+        sub->bytes = s->bytes;
+    }
     return kind;
 }
 
 uint32_t msc_msg_start(MPI_Message msg, uint16_t comm)
 {
     if (msg == MPI_MESSAGE_NULL || msg == MPI_MESSAGE_NO_PROC) return 0;
-    return start(&msgs, MSC_KEY(msg), MSC_REQ_RECV, comm, new_id());
+    return start(&msgs, MSC_KEY(msg), MSC_REQ_RECV, comm, new_id()) & ID_MASK;
 }
 
 uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm)
@@ -160,7 +202,7 @@ uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm)
     if (msg == MPI_MESSAGE_NULL || msg == MPI_MESSAGE_NO_PROC) return 0;
     struct rslot *s = find(&msgs, MSC_KEY(msg), 0);
     if (!s) return 0;
-    uint64_t v = __atomic_load_n(&s->val, __ATOMIC_ACQUIRE);
+    uint64_t v = __atomic_exchange_n(&s->val, 0, __ATOMIC_ACQ_REL); /* a message is received once */
     *comm = (uint16_t)(v >> 32);
-    return (uint32_t)v;
+    return (uint32_t)(v & ID_MASK);
 }

@@ -1,8 +1,9 @@
 /* The recorder's interface to the wrappers (generated and hand-written).
  *
  * Hot path rules: no malloc, no lock, no system call per event. A record is
- * reserved in the calling thread's mapped block by msc_enter(), filled by the
- * wrapper, and committed by msc_leave(), which stores the call id last.
+ * reserved in the calling thread's mapped block and committed (call id
+ * stored) by msc_enter(); the wrapper fills it, and msc_leave() stores
+ * t_leave last. Sub-records (msc_sub) are filled, then committed.
  */
 #ifndef MSC_RUNTIME_H
 #define MSC_RUNTIME_H
@@ -33,12 +34,13 @@ struct msc_thread {
     struct msc_rec *next;  /* next free record in the current block */
     struct msc_rec *end;   /* one past the last record of the block */
     void *block;           /* mapped block, NULL before the first event */
+    void *prev_block;      /* the block before it, still mapped */
     uint32_t seq;          /* blocks this thread has used */
     uint16_t index;        /* thread index within the rank */
-    uint16_t pend_call;    /* call of the record being filled */
     int busy;              /* a record is open: nested MPI calls are not recorded */
-    void *scratch;         /* per-thread scratch for Waitall & co (mmap, grows) */
-    size_t scratch_bytes;
+    uint32_t until_pair;   /* events left before the next calibration pair */
+    void *scratch[2];      /* per-thread scratch (mmap, grows): [0] completions, */
+    size_t scratch_bytes[2]; /* [1] Fortran argument conversions */
 };
 
 struct msc_span {           /* what sub-records copy from their call */
@@ -49,7 +51,10 @@ struct msc_reqinfo {
     uint32_t id;
     uint16_t comm;
     uint8_t kind;
+    uint64_t *slot;   /* table entry, to mark the request done after completion */
+    uint64_t val;     /* its value when looked up */
 };
+#define MSC_REQ_IMMEDIATE 0x80000000u /* recorded id flag: complete at start */
 
 struct msc_comm {
     uint64_t gid;
@@ -72,7 +77,7 @@ extern struct msc_file_header *msc_hdr;
 struct msc_thread *msc_thread_attach(void);
 struct msc_rec *msc_next_block(struct msc_thread *t);
 uint64_t msc_now_ns(void);
-void *msc_scratch(size_t bytes);
+void *msc_scratch(int which, size_t bytes);
 void msc_stop(int state, int sig);
 void msc_warn(const char *what, const char *path, int err);
 
@@ -93,7 +98,9 @@ uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm);
 uint32_t msc_req_start_id(MPI_Request req, int kind, uint16_t comm, uint32_t id);
 void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int32_t tag,
                      uint64_t bytes);
-uint32_t msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
+void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
+void msc_req_completed(const struct msc_reqinfo *info);
+int msc_req_restart(MPI_Request req, struct msc_rec *sub);
 uint32_t msc_msg_start(MPI_Message msg, uint16_t comm);
 uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);
 
@@ -105,6 +112,20 @@ void msc_clock_pair(uint64_t *tick, uint64_t *ns);
 void msc_boot_id(char *buf, size_t size);
 void msc_clock_sync(MPI_Comm comm, int64_t *offset, int64_t *rtt, uint64_t *at);
 void msc_signals_install(void);
+
+/* hand-written calls, shared by the C and Fortran entry points */
+void msc_start(uint16_t call, uint64_t t0, void *site);
+int msc_finalize(void *site);
+int msc_pcontrol(void *site, int level);
+int msc_abort(void *site, MPI_Comm comm, int errorcode);
+int msc_wait(void *site, MPI_Request *request, MPI_Status *status);
+int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status);
+int msc_any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status, int test);
+int msc_many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag, int *outcount, int *indices,
+             MPI_Status *statuses);
+int msc_request_free(void *site, MPI_Request *request);
+int msc_start_request(void *site, MPI_Request *request);
+int msc_startall(void *site, int count, MPI_Request array_of_requests[]);
 
 /* completions (complete.c) */
 void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *st);
@@ -119,12 +140,20 @@ static inline uint64_t msc_ticks(void)
     return msc_now_ns();
 }
 
+void msc_refresh_pair(struct msc_thread *t);
+
 static inline struct msc_rec *msc_reserve(struct msc_thread *t)
 {
     struct msc_rec *r = t->next;
     if (MSC_UNLIKELY(r == t->end)) return msc_next_block(t);
+    if (MSC_UNLIKELY(--t->until_pair == 0)) msc_refresh_pair(t);
     t->next = r + 1;
     return r;
+}
+
+static inline void msc_commit(struct msc_rec *r, uint16_t call)
+{
+    __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
 }
 
 static inline struct msc_rec *msc_enter(uint16_t call, void *site)
@@ -139,29 +168,26 @@ static inline struct msc_rec *msc_enter(uint16_t call, void *site)
     struct msc_rec *r = msc_reserve(t);
     if (MSC_UNLIKELY(!r)) return NULL;
     t->busy = 1;
-    t->pend_call = call;
     r->bytes = 0;
     r->callsite = (uint64_t)(uintptr_t)site;
     r->req = 0;
     r->peer = MSC_PEER_NONE;
     r->tag = MSC_TAG_NONE;
     r->comm = MSC_COMM_UNKNOWN;
+    r->t_leave = 0;
     r->t_enter = msc_ticks();
+    /* Committed at entry: a rank that dies inside this call still shows
+     * where it was (t_leave == 0: the call never returned). */
+    msc_commit(r, call);
     return r;
 }
 
-static inline void msc_commit(struct msc_rec *r, uint16_t call)
-{
-    __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
-}
-
+/* The call returned: t_leave is stored last, after the wrapper's fields. */
 static inline struct msc_span msc_leave(struct msc_rec *r)
 {
-    struct msc_thread *t = msc_tls;
-    r->t_leave = msc_ticks();
-    struct msc_span sp = {r->t_enter, r->t_leave, r->callsite};
-    msc_commit(r, t->pend_call);
-    t->busy = 0;
+    struct msc_span sp = {r->t_enter, msc_ticks(), r->callsite};
+    __atomic_store_n(&r->t_leave, sp.t_leave, __ATOMIC_RELEASE);
+    msc_tls->busy = 0;
     return sp;
 }
 
@@ -237,7 +263,7 @@ static inline int32_t msc_tag(int tag)
     return tag == MPI_ANY_TAG ? MSC_TAG_ANY : tag;
 }
 
-static inline uint64_t msc_bytes(int count, MPI_Datatype dt)
+static inline uint64_t msc_bytes(int64_t count, MPI_Datatype dt)
 {
     int size = 0;
     if (count <= 0 || dt == MPI_DATATYPE_NULL) return 0;
@@ -257,45 +283,36 @@ static inline int32_t msc_outdeg(uint16_t c)
     return c == MSC_COMM_UNKNOWN ? 0 : msc_comms[c].outdeg;
 }
 
-static inline uint64_t msc_sum_counts(const int *counts, int32_t n, MPI_Datatype dt)
-{
-    uint64_t total = 0;
-    for (int32_t i = 0; i < n; i++) total += counts[i] > 0 ? (uint64_t)counts[i] : 0;
-    return total * msc_bytes(1, dt);
-}
+/* Count arrays are int[] in MPI-3 calls and MPI_Count[] in MPI-4's _c calls. */
+#define MSC_COUNT_HELPERS(suffix, type)                                                          \
+    static inline uint64_t msc_sum_counts##suffix(const type *counts, int32_t n, MPI_Datatype dt) \
+    {                                                                                           \
+        uint64_t total = 0;                                                                     \
+        for (int32_t i = 0; i < n; i++) total += counts[i] > 0 ? (uint64_t)counts[i] : 0;      \
+        return total * msc_bytes(1, dt);                                                        \
+    }                                                                                           \
+    static inline uint64_t msc_sum_wcounts##suffix(const type *counts, const MPI_Datatype *types, \
+                                                   int32_t n)                                   \
+    {                                                                                           \
+        uint64_t total = 0;                                                                     \
+        for (int32_t i = 0; i < n; i++) total += msc_bytes((int64_t)counts[i], types[i]);      \
+        return total;                                                                           \
+    }                                                                                           \
+    static inline uint64_t msc_mybytes##suffix(uint16_t c, const type *counts, MPI_Datatype dt) \
+    {                                                                                           \
+        if (c == MSC_COMM_UNKNOWN) return 0;                                                    \
+        return msc_bytes((int64_t)counts[msc_comms[c].my_rank], dt);                            \
+    }
+MSC_COUNT_HELPERS(_int, int)
+MSC_COUNT_HELPERS(_count, MPI_Count)
+#define MSC_BY_COUNT(fn, counts) \
+    _Generic((counts), int *: fn##_int, const int *: fn##_int, MPI_Count *: fn##_count, const MPI_Count *: fn##_count)
 
-static inline uint64_t msc_sum_wcounts(const int *counts, const MPI_Datatype *types, int32_t n)
-{
-    uint64_t total = 0;
-    for (int32_t i = 0; i < n; i++) total += msc_bytes(counts[i], types[i]);
-    return total;
-}
-
-static inline uint64_t msc_vbytes(uint16_t c, const int *counts, MPI_Datatype dt)
-{
-    return msc_sum_counts(counts, msc_npeers(c), dt);
-}
-
-static inline uint64_t msc_wbytes(uint16_t c, const int *counts, const MPI_Datatype *types)
-{
-    return msc_sum_wcounts(counts, types, msc_npeers(c));
-}
-
-static inline uint64_t msc_degvbytes(uint16_t c, const int *counts, MPI_Datatype dt)
-{
-    return msc_sum_counts(counts, msc_outdeg(c), dt);
-}
-
-static inline uint64_t msc_degwbytes(uint16_t c, const int *counts, const MPI_Datatype *types)
-{
-    return msc_sum_wcounts(counts, types, msc_outdeg(c));
-}
-
-static inline uint64_t msc_mybytes(uint16_t c, const int *counts, MPI_Datatype dt)
-{
-    if (c == MSC_COMM_UNKNOWN) return 0;
-    return msc_bytes(counts[msc_comms[c].my_rank], dt);
-}
+#define msc_vbytes(c, counts, dt) MSC_BY_COUNT(msc_sum_counts, counts)(counts, msc_npeers(c), dt)
+#define msc_wbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_npeers(c))
+#define msc_degvbytes(c, counts, dt) MSC_BY_COUNT(msc_sum_counts, counts)(counts, msc_outdeg(c), dt)
+#define msc_degwbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_outdeg(c))
+#define msc_mybytes(c, counts, dt) MSC_BY_COUNT(msc_mybytes, counts)(c, counts, dt)
 
 static inline uint64_t msc_status_bytes(const MPI_Status *st)
 {

@@ -3,7 +3,8 @@
 usage: gen.py calls.toml OUTDIR
 
 Writes OUTDIR/calls_gen.h (call ids), OUTDIR/wrappers_gen.c (one PMPI wrapper
-per table entry without `hand = true`) and OUTDIR/calls.json (id -> name,
+per table entry without `hand = true`), OUTDIR/fortran_gen.c (their Fortran
+entry points, fortran.py) and OUTDIR/calls.json (id -> name,
 family, role: what the merge needs to interpret a record). Run by CMake; the
 outputs are build products, never committed.
 
@@ -18,10 +19,12 @@ deg its out-degree in the attached topology.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import tomllib
 from pathlib import Path
+
+from fortran import fortran_code
+from parts import SEQ_FAMILIES, TableError, parts
 
 FIRST_TABLE_ID = 16
 # Records that are not MPI calls: parts of one call split over several records.
@@ -32,53 +35,13 @@ SUB_RECORDS = {
     4: ("sub:block", "tool"),          # the recorder switched buffer blocks
     5: ("sub:precv", "precv"),         # a persistent receive started by Start/Startall
     6: ("sub:pstart", "pstart"),       # any other request started by Start/Startall
+    7: ("sub:immediate", "immediate"), # an earlier request was a shared, already complete object
 }
 STARTS = {"psend", "precv", "pstart"}
 # Roles of the hand-written calls (the table gives no roles for them).
 HAND_ROLES = {"MPI_Wait": "complete", "MPI_Test": "complete", "MPI_Waitany": "complete",
               "MPI_Testany": "complete"}
-SEQ_FAMILIES = {"coll", "nbc", "neighbor"}
-REQUEST_KIND = {"isend": "MSC_REQ_SEND", "irecv": "MSC_REQ_RECV", "imrecv": "MSC_REQ_RECV"}
 
-
-class TableError(Exception):
-    pass
-
-
-def parse_params(proto: str) -> list[tuple[str, str]]:
-    """Split 'const void *buf, int count' into (declaration, name) pairs."""
-    params = []
-    for decl in (p.strip() for p in proto.split(",")):
-        if decl == "...":
-            params.append((decl, ""))
-            continue
-        m = re.search(r"(\w+)\s*(\[\s*\])?$", decl)
-        if not m:
-            raise TableError(f"cannot find the argument name in '{decl}'")
-        params.append((decl, m.group(1)))
-    return params
-
-
-def byte_expr(expr: str, call: str) -> str:
-    expr = expr.replace(" ", "")
-    forms = [
-        (r"0", lambda m: "0"),
-        (r"(\w+)\*(\w+)", lambda m: f"msc_bytes({m[1]}, {m[2]})"),
-        (r"P\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_npeers(c) * msc_bytes({m[1]}, {m[2]})"),
-        (r"sum\((\w+)\)\*(\w+)", lambda m: f"msc_vbytes(c, {m[1]}, {m[2]})"),
-        (r"mycount\((\w+)\)\*(\w+)", lambda m: f"msc_mybytes(c, {m[1]}, {m[2]})"),
-        (r"wsum\((\w+),(\w+)\)", lambda m: f"msc_wbytes(c, {m[1]}, {m[2]})"),
-        (r"deg\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_outdeg(c) * msc_bytes({m[1]}, {m[2]})"),
-        (r"degsum\((\w+)\)\*(\w+)", lambda m: f"msc_degvbytes(c, {m[1]}, {m[2]})"),
-        (r"degwsum\((\w+),(\w+)\)", lambda m: f"msc_degwbytes(c, {m[1]}, {m[2]})"),
-        (r"size\((\w+)\)", lambda m: f"msc_bytes(1, {m[1]})"),
-        (r"(\w+)", lambda m: f"(uint64_t)({m[1]})"),
-    ]
-    for pattern, emit in forms:
-        m = re.fullmatch(pattern, expr)
-        if m:
-            return emit(m)
-    raise TableError(f"{call}: cannot read byte expression '{expr}'")
 
 
 def role_of(entry: dict) -> str:
@@ -99,129 +62,21 @@ def role_of(entry: dict) -> str:
     return family
 
 
-def check_entry(entry: dict, names: set[str]) -> None:
-    call = entry["name"]
-    for key in ("comm", "win", "peer", "root", "tag", "request", "status", "flag", "message",
-                "message_ref", "request_ref", "newcomm", "newwin", "recv_part", "recv_source"):
-        if key in entry and entry[key] not in names:
-            raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
-
-
-def wrapper(entry: dict) -> str:
-    call = entry["name"]
-    params = parse_params(entry["proto"])
-    names = {n for _, n in params}
-    check_entry(entry, names)
-    cid = "MSC_CALL_" + call[4:].upper()
-    args = [n for _, n in params]
-    family = entry["family"]
-    handle = entry.get("comm") or entry.get("win")
-    free = entry.get("free")
-    deref = "*" if free else ""
-    lookup = "msc_win_id" if "win" in entry and "comm" not in entry else "msc_comm_id"
-    sequenced = bool(handle) and (family in SEQ_FAMILIES or entry.get("create") in ("coll", "idup")
-                                  or "newwin" in entry)
-
-    pre: list[str] = []
-    post: list[str] = []
-    after: list[str] = []
-    if handle:
-        if sequenced or free or "newcomm" in entry:
-            # Communicator bookkeeping goes on while recording is paused, so
-            # that ids and collective numbering stay consistent across ranks.
-            pre.append(f"uint16_t c = msc_tracking ? {lookup}({deref}{handle}) : MSC_COMM_UNKNOWN;")
-            if sequenced:
-                pre.append("int32_t seq = msc_tracking ? msc_seq_next(c) : 0;")
-            if free:
-                pre.append(f"if (msc_tracking) msc_{free}_forget(*{handle});")
-        else:
-            post.append(f"uint16_t c = {lookup}({handle});")
-        post.append("r->comm = c;")
-    elif "message_ref" in entry or "request_ref" in entry:
-        # The communicator comes from the message or request table.
-        post.append("r->comm = c;")
-    elif "bytes" in entry and re.search(r"\b(P|sum|wsum|mycount|deg\w*)\b", entry["bytes"]):
-        raise TableError(f"{call}: byte expression needs a communicator")
-    for key, var in (("status", "st"), ("recv_part", "st")):
-        if key in entry:
-            arg = entry[key]
-            pre.append(f"MPI_Status msc_st_; MPI_Status *{var} = (r && {arg} == MPI_STATUS_IGNORE) ? &msc_st_ : {arg};")
-            args[args.index(arg)] = var
-    if "message_ref" in entry:
-        pre.append("uint16_t c = MSC_COMM_UNKNOWN;")
-        pre.append(f"uint32_t mid = r ? msc_msg_lookup(*{entry['message_ref']}, &c) : 0;")
-    if "request_ref" in entry:
-        pre.append("struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0};")
-        pre.append(f"if (r) msc_req_lookup(*{entry['request_ref']}, &ri);")
-        pre.append("uint16_t c = ri.comm;")
-
-    if "peer" in entry:
-        post.append(f"r->peer = msc_world_rank(c, {entry['peer']});")
-    if "root" in entry:
-        post.append(f"r->peer = msc_world_root(c, {entry['root']});")
-    if "tag" in entry:
-        post.append(f"r->tag = msc_tag({entry['tag']});")
-    if sequenced:
-        post.append("r->tag = seq;")
-    if "bytes" in entry:
-        expr = byte_expr(entry["bytes"], call)
-        if "bytes_inplace" in entry:
-            expr = f"sendbuf == MPI_IN_PLACE ? {byte_expr(entry['bytes_inplace'], call)} : {expr}"
-        if "bytes_root" in entry:
-            expr = f"msc_is_root(c, {entry['root']}) ? {byte_expr(entry['bytes_root'], call)} : {expr}"
-        post.append(f"r->bytes = {expr};")
-    if "flag" in entry:
-        post.append(f"if (rc != MPI_SUCCESS || !*{entry['flag']}) msc_no_message(r);")
-        post.append("else msc_status_envelope(r, c, st);")
-    elif "status" in entry:
-        post.append("if (rc == MPI_SUCCESS) msc_status_envelope(r, c, st);")
-    if "message" in entry:
-        cond = f"*{entry['flag']} && " if "flag" in entry else ""
-        post.append(f"if (rc == MPI_SUCCESS && {cond}1) r->req = msc_msg_start(*{entry['message']}, c);")
-    if "message_ref" in entry:
-        if "request" in entry:  # Imrecv: the request takes the message's id
-            post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start_id(*{entry['request']}, MSC_REQ_RECV, c, mid) : 0;")
-        else:
-            post.append("r->req = mid;")
-    elif "persistent" in entry:
-        kind = "MSC_REQ_PSEND" if entry["persistent"] == "send" else "MSC_REQ_PRECV"
-        post.append(f"if (rc == MPI_SUCCESS) msc_req_persist(*{entry['request']}, {kind}, c, r->peer, r->tag, r->bytes);")
-    elif "request" in entry:
-        kind = REQUEST_KIND.get(entry.get("msg", ""), "MSC_REQ_RMA" if family == "rma" else "MSC_REQ_COLL")
-        post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, {kind}, c) : 0;")
-    if "request_ref" in entry:
-        post.append("r->req = ri.id;")
-
-    leave = "msc_leave(r);"
-    if "recv_part" in entry:
-        leave = ("struct msc_span sp = msc_leave(r);\n"
-                 "        if (rc == MPI_SUCCESS) msc_emit_recv(&sp, c, st);")
-    if "newcomm" in entry:
-        how = entry["create"]
-        new = entry["newcomm"]
-        if how == "inter":
-            after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_intercomm_created({handle}, local_leader, peer_comm, remote_leader, tag, *{new}) : MSC_COMM_UNKNOWN;")
-        elif how == "group":
-            after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_comm_created_group(c, tag, *{new}) : MSC_COMM_UNKNOWN;")
-        elif how == "idup":  # its record keeps the request id, not the new comm's
-            after.append(f"if (msc_tracking && rc == MPI_SUCCESS) msc_comm_created(c, seq, *{new}, 1);")
-        else:
-            after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_comm_created(c, seq, *{new}, 0) : MSC_COMM_UNKNOWN;")
-        if "request" not in entry:  # Comm_idup keeps its request id
-            post.append("r->req = nc;")
-    if "newwin" in entry:
-        after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_win_created(c, seq, *{entry['newwin']}) : MSC_COMM_UNKNOWN;")
-        post.append("r->req = nc;")
-
-    decls = ", ".join(d for d, _ in params)
-    body = [f"MSC_API int {call}({decls})", "{",
-            f"    struct msc_rec *r = msc_enter({cid}, __builtin_return_address(0));"]
+def c_wrapper(entry: dict, large: bool = False) -> str:
+    p = parts(entry, large)
+    args, pre = list(p.args), list(p.pre)
+    if p.status:
+        pre.append(f"MPI_Status msc_st_; MPI_Status *st = (r && {p.status} == MPI_STATUS_IGNORE) ? &msc_st_ : {p.status};")
+        args[args.index(p.status)] = "st"
+    decls = ", ".join(d for d, _ in p.params)
+    body = [f"MSC_API int {p.call}({decls})", "{",
+            f"    struct msc_rec *r = msc_enter({p.cid}, __builtin_return_address(0));"]
     body += ["    " + line for line in pre]
-    body.append(f"    int rc = P{call}({', '.join(args)});")
-    body += ["    " + line for line in after]
+    body.append(f"    int rc = P{p.call}({', '.join(args)});")
+    body += ["    " + line for line in p.after]
     body.append("    if (r) {")
-    body += ["        " + line for line in post]
-    body.append("        " + leave)
+    body += ["        " + line for line in p.post]
+    body.append("        " + p.leave)
     body.append("    }")
     body.append("    return rc;")
     body.append("}")
@@ -245,22 +100,29 @@ def load(path: Path) -> list[dict]:
 def generate(table: list[dict], outdir: Path) -> None:
     head = "/* generated from calls.toml by gen.py; do not edit */\n"
     ids = ["#ifndef MSC_CALLS_GEN_H", "#define MSC_CALLS_GEN_H"]
+    large = [dict(e, name=e["name"] + "_c", mpi="4.0") for e in table if "proto_c" in e]
     meta = [{"id": i, "name": n, "family": "tool", "role": role, "starts_request": role in STARTS}
             for i, (n, role) in SUB_RECORDS.items()]
     for i, (name, _) in SUB_RECORDS.items():
         ids.append(f"#define MSC_{name.replace('sub:', 'SUB_').upper()} {i}")
-    for i, entry in enumerate(table, FIRST_TABLE_ID):
+    for i, entry in enumerate(table + large, FIRST_TABLE_ID):
         ids.append(f"#define MSC_CALL_{entry['name'][4:].upper()} {i}")
         meta.append({"id": i, "name": entry["name"], "family": entry["family"], "role": role_of(entry),
                      "starts_request": "request" in entry})
-    ids.append(f"#define MSC_NCALLS {FIRST_TABLE_ID + len(table)}")
+    ids.append(f"#define MSC_NCALLS {FIRST_TABLE_ID + len(table) + len(large)}")
     ids.append("#endif")
     code = [head, '#include "runtime.h"', ""]
-    code += [wrapper(e) + "\n" for e in table if not e.get("hand")]
+    code += [c_wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] < "4"]
+    # MPI-4 calls exist only where mpi.h says MPI 4 (Open MPI 5 says 3.1).
+    code.append("#if MPI_VERSION >= 4")
+    code += [c_wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] >= "4"]
+    code += [c_wrapper(e, large=True) + "\n" for e in table if "proto_c" in e and not e.get("hand")]
+    code.append("#endif")
     outdir.mkdir(parents=True, exist_ok=True)
     (outdir / "calls_gen.h").write_text(head + "\n".join(ids) + "\n")
     (outdir / "wrappers_gen.c").write_text("\n".join(code))
     (outdir / "calls.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (outdir / "fortran_gen.c").write_text("\n".join(fortran_code(table)))
 
 
 def main() -> int:

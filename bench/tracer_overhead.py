@@ -1,0 +1,121 @@
+"""Tracer overhead, measured in one run against untraced baselines (interleaved):
+
+* added cost per intercepted call (MPI_Test on MPI_REQUEST_NULL, MPI_Iprobe
+  with nothing pending), median and mean over 2 million calls; the median is
+  the recorder's own path, the mean adds the kernel's cost of putting fresh
+  pages of the trace file in the page cache (one 4 KiB page per 85 events);
+* the slowdown of an 8-byte ping-pong between 2 ranks (half round trip,
+  traced / untraced);
+* bytes per event: raw (fixed records) and in the merged Parquet tables;
+* mpiP's ping-pong ratio beside ours where MPIP_LIB=/path/libmpiP.so is set
+  (mpiP built from its public source outside the repository).
+
+Targets (issue 3): <= 50 ns added per call (median), ping-pong ratio <= 1.03.
+
+    python bench/tracer_overhead.py [--rounds 7] [--calls 2000000] [--iters 100000] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from mpiscope.mpi.build import compile_program
+from mpiscope.mpi.find import built_against, find_launcher, launcher_env, lib_dir
+
+HERE = Path(__file__).resolve().parent
+PINGPONG = HERE.parent / "src" / "mpiscope" / "examples" / "pingpong.c"
+
+
+def run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=600).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines() if len(line.split()) == 2)}
+
+
+def traced_env(base: dict[str, str], trace_dir: Path, preload: str) -> dict[str, str]:
+    (trace_dir / "raw").mkdir(parents=True, exist_ok=True)
+    for f in (trace_dir / "raw").iterdir():
+        f.unlink()
+    return dict(base, MPISCOPE_DIR=str(trace_dir), LD_PRELOAD=preload)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=2_000_000)
+    ap.add_argument("--iters", type=int, default=100_000)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    mpiexec = find_launcher()
+    if not mpiexec:
+        raise SystemExit("no mpiexec found; run make setup")
+    work = Path(tempfile.mkdtemp(prefix="mpiscope-overhead-"))
+    loop = compile_program(HERE / "programs" / "call_loop.c", out_dir=work)
+    ping = compile_program(PINGPONG, out_dir=work)
+    lib = str(lib_dir() / "libmpiscope.so")
+    mpip = os.environ.get("MPIP_LIB")
+    base = launcher_env(dict(os.environ, HYDRA_LAUNCHER="fork"))
+    base.pop("LD_PRELOAD", None)
+    rows: dict[str, list[float]] = {k: [] for k in (
+        "test_median", "test_mean", "iprobe_median", "iprobe_mean", "ping_ratio", "mpip_ratio")}
+    for r in range(args.rounds):
+        plain = run([mpiexec, "-n", "1", str(loop), str(args.calls)], base)
+        traced = run([mpiexec, "-n", "1", str(loop), str(args.calls)], traced_env(base, work / "loop", lib))
+        for k in ("test_median", "test_mean", "iprobe_median", "iprobe_mean"):
+            rows[k].append(traced[f"{k}_ns"] - plain[f"{k}_ns"])
+        p0 = run([mpiexec, "-n", "2", str(ping), str(args.iters), "8"], base)["half_round_trip_us"]
+        p1 = run([mpiexec, "-n", "2", str(ping), str(args.iters), "8"],
+                 traced_env(base, work / "ping", lib))["half_round_trip_us"]
+        rows["ping_ratio"].append(p1 / p0)
+        if mpip:
+            pm = run([mpiexec, "-n", "2", str(ping), str(args.iters), "8"],
+                     dict(base, LD_PRELOAD=mpip, MPIP="-f " + str(work)))["half_round_trip_us"]
+            rows["mpip_ratio"].append(pm / p0)
+        print(f"round {r + 1}/{args.rounds}: added per call median {rows['test_median'][-1]:.1f} ns, "
+              f"ping-pong ratio {rows['ping_ratio'][-1]:.3f}", file=sys.stderr)
+
+    # Bytes per event: one traced run through mpiscope run (merged).
+    out = work / "sized"
+    subprocess.run([sys.executable, "-m", "mpiscope", "-q", "run", "--out", str(out), "--", mpiexec, "-n", "2",
+                    str(ping), "20000", "8"], env=base, check=True, capture_output=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    events = manifest["counts"]["events"]
+    raw_records = sum((p.stat().st_blocks * 512) for p in (out / "raw").glob("*.msc"))
+    parquet = {n: (out / f"{n}.parquet").stat().st_size for n in ("events", "messages", "collectives", "comms")}
+
+    med = {k: statistics.median(v) for k, v in rows.items() if v}
+    spread = {k: (min(v), max(v)) for k, v in rows.items() if v}
+    mpi = built_against()
+    print(f"machine {platform.node()} ({os.cpu_count()} cpus), {mpi.label}, {args.rounds} interleaved rounds")
+    print("added per intercepted call, median of rounds (min..max):")
+    for k, label in (("test", "MPI_Test(NULL)"), ("iprobe", "MPI_Iprobe")):
+        print(f"  {label:15s} median call {med[k + '_median']:6.1f} ns ({spread[k + '_median'][0]:.1f}..{spread[k + '_median'][1]:.1f})"
+              f"   mean call {med[k + '_mean']:6.1f} ns ({spread[k + '_mean'][0]:.1f}..{spread[k + '_mean'][1]:.1f})")
+    print(f"  target <= 50 ns (median): ratio {med['test_median'] / 50:.2f}")
+    print(f"traced/untraced ping-pong 8 B, {args.iters} iterations: {med['ping_ratio']:.3f} "
+          f"({spread['ping_ratio'][0]:.3f}..{spread['ping_ratio'][1]:.3f}); target <= 1.03")
+    if "mpip_ratio" in med:
+        print(f"mpiP/untraced ping-pong 8 B: {med['mpip_ratio']:.3f} "
+              f"({spread['mpip_ratio'][0]:.3f}..{spread['mpip_ratio'][1]:.3f})")
+    else:
+        print("mpiP: not measured (set MPIP_LIB=/path/libmpiP.so to compare)")
+    print(f"bytes per event: raw 48 (fixed record); on disk {raw_records / events:.1f} incl. block headers and "
+          f"preallocation; Parquet events table {parquet['events'] / events:.1f}, all tables "
+          f"{sum(parquet.values()) / events:.1f} ({events} events)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "schema": "mpiscope.bench.overhead/1", "machine": platform.node(), "mpi": mpi.label,
+            "rounds": rows, "median": med, "events": events, "parquet_bytes": parquet,
+            "raw_record_bytes": 48}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Rank mapping for mesh and torus networks (RMATT, 001): networks, patterns, metrics, BISEM, OPTIM."""

@@ -1,0 +1,22 @@
+/* Helpers of the Fortran entry points (fortran_gen.c and fortran.c). */
+#ifndef MSC_FORTRAN_H
+#define MSC_FORTRAN_H
+
+#include "runtime.h"
+
+#define MSC_UNUSED __attribute__((unused))
+
+/* Fortran INTEGER arrays (counts, displacements) are read as C int arrays. */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be a C int");
+
+/* MPI-4 names the size of a Fortran status in mpi.h; before, it is the C
+ * status in MPI_Fint units in both MPICH and Open MPI. */
+#ifndef MPI_F_STATUS_SIZE
+#define MPI_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
+#endif
+
+void *msc_fortran_symbol(const char *name);
+const MPI_Datatype *msc_f2c_types(const MPI_Fint *types, int32_t n);
+int32_t msc_f_peers(MPI_Comm comm);
+
+#endif

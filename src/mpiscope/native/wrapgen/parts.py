@@ -1,0 +1,185 @@
+"""The record-filling code of each table entry, shared by the C and Fortran
+wrappers: which arguments fill which record fields (see gen.py for the table
+and the byte-expression grammar)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SEQ_FAMILIES = {"coll", "nbc", "neighbor"}
+# Isendrecv's completion status describes its receive half.
+REQUEST_KIND = {"isend": "MSC_REQ_SEND", "irecv": "MSC_REQ_RECV", "imrecv": "MSC_REQ_RECV",
+                "isendrecv": "MSC_REQ_RECV"}
+
+
+class TableError(Exception):
+    pass
+
+
+def parse_params(proto: str) -> list[tuple[str, str]]:
+    """Split 'const void *buf, int count' into (declaration, name) pairs."""
+    params = []
+    for decl in (p.strip() for p in proto.split(",")):
+        if decl == "...":
+            params.append((decl, ""))
+            continue
+        m = re.search(r"(\w+)\s*(\[\s*\])?$", decl)
+        if not m:
+            raise TableError(f"cannot find the argument name in '{decl}'")
+        params.append((decl, m.group(1)))
+    return params
+
+
+def byte_expr(expr: str, call: str) -> str:
+    expr = expr.replace(" ", "")
+    forms = [
+        (r"0", lambda m: "0"),
+        (r"(\w+)\*(\w+)", lambda m: f"msc_bytes({m[1]}, {m[2]})"),
+        (r"P\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_npeers(c) * msc_bytes({m[1]}, {m[2]})"),
+        (r"sum\((\w+)\)\*(\w+)", lambda m: f"msc_vbytes(c, {m[1]}, {m[2]})"),
+        (r"mycount\((\w+)\)\*(\w+)", lambda m: f"msc_mybytes(c, {m[1]}, {m[2]})"),
+        (r"wsum\((\w+),(\w+)\)", lambda m: f"msc_wbytes(c, {m[1]}, {m[2]})"),
+        (r"deg\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_outdeg(c) * msc_bytes({m[1]}, {m[2]})"),
+        (r"degsum\((\w+)\)\*(\w+)", lambda m: f"msc_degvbytes(c, {m[1]}, {m[2]})"),
+        (r"degwsum\((\w+),(\w+)\)", lambda m: f"msc_degwbytes(c, {m[1]}, {m[2]})"),
+        (r"size\((\w+)\)", lambda m: f"msc_bytes(1, {m[1]})"),
+        (r"(\w+)", lambda m: f"(uint64_t)({m[1]})"),
+    ]
+    for pattern, emit in forms:
+        m = re.fullmatch(pattern, expr)
+        if m:
+            return emit(m)
+    raise TableError(f"{call}: cannot read byte expression '{expr}'")
+
+
+def check_entry(entry: dict, names: set[str]) -> None:
+    call = entry["name"]
+    for key in ("comm", "win", "peer", "root", "tag", "request", "status", "flag", "message",
+                "message_ref", "request_ref", "newcomm", "newwin", "recv_part", "recv_source"):
+        if key in entry and entry[key] not in names:
+            raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
+
+
+@dataclass
+class Parts:
+    """What a wrapper does around the PMPI call, independent of the binding:
+    `pre` runs before it, `after` right after it (recording or not), `post`
+    fills the record, `leave` closes it. Statuses are bound by the emitter
+    (C: substitute one for MPI_STATUS_IGNORE; Fortran: convert)."""
+    call: str
+    cid: str
+    params: list[tuple[str, str]]
+    args: list[str]
+    pre: list[str]
+    after: list[str]
+    post: list[str]
+    leave: str
+    status: str | None   # the status argument, bound to the variable `st`
+
+
+def parts(entry: dict, large: bool = False) -> Parts:
+    """The pieces of the wrapper of a call, or of its MPI-4 large-count variant (NAME_c)."""
+    call = entry["name"] + ("_c" if large else "")
+    params = parse_params(entry["proto_c" if large else "proto"])
+    names = {n for _, n in params}
+    check_entry(entry, names)
+    cid = "MSC_CALL_" + call[4:].upper()
+    args = [n for _, n in params]
+    family = entry["family"]
+    handle = entry.get("comm") or entry.get("win")
+    free = entry.get("free")
+    deref = "*" if free else ""
+    lookup = "msc_win_id" if "win" in entry and "comm" not in entry else "msc_comm_id"
+    sequenced = bool(handle) and (family in SEQ_FAMILIES or entry.get("create") in ("coll", "idup")
+                                  or "newwin" in entry)
+
+    pre: list[str] = []
+    post: list[str] = []
+    after: list[str] = []
+    if handle:
+        if sequenced or free or "newcomm" in entry:
+            # Communicator bookkeeping goes on while recording is paused, so
+            # that ids and collective numbering stay consistent across ranks.
+            pre.append(f"uint16_t c = msc_tracking ? {lookup}({deref}{handle}) : MSC_COMM_UNKNOWN;")
+            if sequenced:
+                pre.append("int32_t seq = msc_tracking ? msc_seq_next(c) : 0;")
+                # known before the call: a rank stuck in a collective shows which one
+                pre.append("if (r) { r->comm = c; r->tag = seq; }")
+            if free:
+                pre.append(f"if (msc_tracking) msc_{free}_forget(*{handle});")
+        else:
+            post.append(f"uint16_t c = {lookup}({handle});")
+        if not sequenced:
+            post.append("r->comm = c;")
+    elif "message_ref" in entry or "request_ref" in entry:
+        # The communicator comes from the message or request table.
+        post.append("r->comm = c;")
+    elif "bytes" in entry and re.search(r"\b(P|sum|wsum|mycount|deg\w*)\b", entry["bytes"]):
+        raise TableError(f"{call}: byte expression needs a communicator")
+    status = entry.get("status") or entry.get("recv_part")
+    if "message_ref" in entry:
+        pre.append("uint16_t c = MSC_COMM_UNKNOWN;")
+        pre.append(f"uint32_t mid = r ? msc_msg_lookup(*{entry['message_ref']}, &c) : 0;")
+    if "request_ref" in entry:
+        pre.append("struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};")
+        pre.append(f"if (r) msc_req_lookup(*{entry['request_ref']}, &ri);")
+        pre.append("uint16_t c = ri.comm;")
+
+    if "peer" in entry:
+        post.append(f"r->peer = msc_world_rank(c, {entry['peer']});")
+    if "root" in entry:
+        post.append(f"r->peer = msc_world_root(c, {entry['root']});")
+    if "tag" in entry:
+        post.append(f"r->tag = msc_tag({entry['tag']});")
+    if "bytes" in entry:
+        expr = byte_expr(entry["bytes"], call)
+        if "bytes_inplace" in entry:
+            expr = f"sendbuf == MPI_IN_PLACE ? {byte_expr(entry['bytes_inplace'], call)} : {expr}"
+        if "bytes_root" in entry:
+            expr = f"msc_is_root(c, {entry['root']}) ? {byte_expr(entry['bytes_root'], call)} : {expr}"
+        post.append(f"r->bytes = {expr};")
+    if "flag" in entry:
+        post.append(f"if (rc != MPI_SUCCESS || !*{entry['flag']}) msc_no_message(r);")
+        post.append("else msc_status_envelope(r, c, st);")
+    elif "status" in entry:
+        post.append("if (rc == MPI_SUCCESS) msc_status_envelope(r, c, st);")
+    if "message" in entry:
+        cond = f"*{entry['flag']} && " if "flag" in entry else ""
+        post.append(f"if (rc == MPI_SUCCESS && {cond}1) r->req = msc_msg_start(*{entry['message']}, c);")
+    if "message_ref" in entry:
+        if "request" in entry:  # Imrecv: the request takes the message's id
+            post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start_id(*{entry['request']}, MSC_REQ_RECV, c, mid) : 0;")
+        else:
+            post.append("r->req = mid;")
+    elif "persistent" in entry:
+        kind = "MSC_REQ_PSEND" if entry["persistent"] == "send" else "MSC_REQ_PRECV"
+        post.append(f"if (rc == MPI_SUCCESS) msc_req_persist(*{entry['request']}, {kind}, c, r->peer, r->tag, r->bytes);")
+    elif "request" in entry:
+        kind = REQUEST_KIND.get(entry.get("msg", ""), "MSC_REQ_RMA" if family == "rma" else "MSC_REQ_COLL")
+        post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, {kind}, c) : 0;")
+    if "request_ref" in entry:
+        post.append("r->req = ri.id;")
+
+    leave = "msc_leave(r);"
+    if "recv_part" in entry:
+        leave = ("struct msc_span sp = msc_leave(r);\n"
+                 "        if (rc == MPI_SUCCESS) msc_emit_recv(&sp, c, st);")
+    if "newcomm" in entry:
+        how = entry["create"]
+        new = entry["newcomm"]
+        if how == "inter":
+            after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_intercomm_created({handle}, local_leader, peer_comm, remote_leader, tag, *{new}) : MSC_COMM_UNKNOWN;")
+        elif how == "group":
+            after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_comm_created_group(c, tag, *{new}) : MSC_COMM_UNKNOWN;")
+        elif how == "idup":  # its record keeps the request id, not the new comm's
+            after.append(f"if (msc_tracking && rc == MPI_SUCCESS) msc_comm_created(c, seq, *{new}, 1);")
+        else:
+            after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_comm_created(c, seq, *{new}, 0) : MSC_COMM_UNKNOWN;")
+        if "request" not in entry:  # Comm_idup keeps its request id
+            post.append("r->req = nc;")
+    if "newwin" in entry:
+        after.append(f"uint16_t nc = (msc_tracking && rc == MPI_SUCCESS) ? msc_win_created(c, seq, *{entry['newwin']}) : MSC_COMM_UNKNOWN;")
+        post.append("r->req = nc;")
+
+    return Parts(call, cid, params, args, pre, after, post, leave, status)

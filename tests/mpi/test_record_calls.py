@@ -1,0 +1,187 @@
+"""Every call of the example programs is recorded with the right peers, bytes,
+tags and roots; every message is matched; nonblocking starts are tied to
+their completions. Each test runs with MPICH and with Open MPI (any_mpi)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+INT = 4
+COUNT = 4  # collectives.c / nbc.c: ints per rank and peer
+N = 4      # ranks
+
+BLOCKING = ["MPI_Barrier", "MPI_Bcast", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv",
+            "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Reduce",
+            "MPI_Allreduce", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan"]
+ROOTED = {"MPI_Bcast", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv", "MPI_Reduce"}
+
+
+def by_call(ev: pl.DataFrame, call: str) -> pl.DataFrame:
+    return ev.filter(pl.col("call").cast(pl.Utf8) == call)
+
+
+def expected_coll_bytes(call: str, is_root: bool, n: int) -> int:
+    """Bytes this rank sends, as the README defines them for collectives."""
+    piece = COUNT * INT
+    table = {
+        "MPI_Barrier": 0, "MPI_Bcast": piece if is_root else 0, "MPI_Gather": piece, "MPI_Gatherv": piece,
+        "MPI_Scatter": n * piece if is_root else 0, "MPI_Scatterv": n * piece if is_root else 0,
+        "MPI_Allgather": piece, "MPI_Allgatherv": piece, "MPI_Alltoall": n * piece, "MPI_Alltoallv": n * piece,
+        "MPI_Alltoallw": n * piece, "MPI_Reduce": piece, "MPI_Allreduce": piece, "MPI_Reduce_scatter": n * piece,
+        "MPI_Reduce_scatter_block": n * piece, "MPI_Scan": piece, "MPI_Exscan": piece,
+    }
+    return table[call]
+
+
+@pytest.mark.mpi(ranks=N)
+def test_ring(run_traced, any_mpi):
+    t = run_traced("ring", N, args=["3", "64"], mpi=any_mpi)
+    ev = t.events().collect()
+    sends, recvs = by_call(ev, "MPI_Send"), by_call(ev, "MPI_Recv")
+    assert sends.height == recvs.height == 3 * N
+    assert (sends["peer"] == (sends["rank"] + 1) % N).all()
+    assert (recvs["peer"] == (recvs["rank"] - 1) % N).all()
+    assert set(sends["tag"]) == {0, 1, 2} and (sends["bytes"] == 64).all() and (recvs["bytes"] == 64).all()
+    m = t.messages().collect()
+    assert m.height == 3 * N
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    assert set(zip(m["src"], m["dst"])) == {(r, (r + 1) % N) for r in range(N)}
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+    assert (m["bytes"] == 64).all()
+
+
+@pytest.mark.mpi(ranks=N)
+def test_collectives_roots_bytes_instances(run_traced, any_mpi):
+    t = run_traced("collectives", N, mpi=any_mpi)
+    ev = t.events().collect()
+    for call in BLOCKING:
+        rows = by_call(ev, call)
+        assert rows.height == 2 * N, call  # on MPI_COMM_WORLD and on the reversed communicator
+        assert rows["comm"].n_unique() == 2, call
+        if call in ROOTED:
+            # root size-1 on world, root 0 on the reversed comm: the same world rank
+            assert (rows["root"] == N - 1).all(), call
+        else:
+            assert rows["root"].is_null().all(), call
+        for r in rows.iter_rows(named=True):
+            assert r["bytes"] == expected_coll_bytes(call, r["rank"] == N - 1, N), (call, r)
+    for call in ["MPI_Neighbor_allgather", "MPI_Neighbor_allgatherv", "MPI_Neighbor_alltoall",
+                 "MPI_Neighbor_alltoallv", "MPI_Neighbor_alltoallw"]:
+        rows = by_call(ev, call)
+        assert rows.height == N, call
+        assert (rows["bytes"] == 2 * COUNT * INT).all(), call  # a 1-D periodic ring: two neighbours
+    colls = t.collectives().collect()
+    assert colls.height == 2 * 17 + 5
+    assert (colls["ranks"] == colls["comm_size"]).all() and (colls["calls_seen"] == 1).all()
+    assert (colls["t_last_leave_ns"] >= colls["t_last_enter_ns"]).all()
+
+
+@pytest.mark.mpi(ranks=N)
+def test_nonblocking_collectives_tied_to_completions(run_traced, any_mpi):
+    t = run_traced("nbc", N, mpi=any_mpi)
+    ev = t.events().collect()
+    starts = ev.filter(pl.col("coll_id").is_not_null() & pl.col("call").cast(pl.Utf8).str.starts_with("MPI_I"))
+    assert starts.height == 17 * N
+    assert starts["request"].is_not_null().all()
+    assert starts["t_complete_ns"].is_not_null().all() and starts["completed_by"].is_not_null().all()
+    completions = ev.join(starts.select(pl.col("completed_by").alias("event"), pl.col("request").alias("req"),
+                                        pl.col("rank").alias("start_rank")), on="event")
+    assert (completions["rank"] == completions["start_rank"]).all()
+    assert set(completions["call"].cast(pl.Utf8)) == {"MPI_Wait", "MPI_Waitall", "MPI_Test"}
+    single = completions.filter(pl.col("call").cast(pl.Utf8) != "MPI_Waitall")
+    assert (single["request"] == single["req"]).all()
+    assert (starts["t_complete_ns"] >= starts["t_leave_ns"]).all()
+    colls = t.collectives().collect()
+    assert colls.height == 17 and (colls["ranks"] == N).all()
+    ibcast = colls.filter(pl.col("call") == "MPI_Ibcast")
+    assert ibcast["root"].to_list() == [N - 1] and ibcast["bytes"].to_list() == [COUNT * INT]
+
+
+@pytest.mark.mpi(ranks=N)
+def test_rma_epochs(run_traced, any_mpi):
+    t = run_traced("rma", N, mpi=any_mpi)
+    ev = t.events().collect()
+    for call, count in [("MPI_Put", 2), ("MPI_Get", 1), ("MPI_Accumulate", 1), ("MPI_Fetch_and_op", 1),
+                        ("MPI_Compare_and_swap", 1), ("MPI_Get_accumulate", 1), ("MPI_Rput", 1), ("MPI_Rget", 1),
+                        ("MPI_Win_lock", 1), ("MPI_Win_unlock", 1), ("MPI_Win_flush", 1)]:
+        rows = by_call(ev, call)
+        assert rows.height == count * N, call
+        assert (rows["peer"] == (rows["rank"] + 1) % N).all(), call
+    assert (by_call(ev, "MPI_Put")["bytes"] == 8 * INT).all()
+    assert (by_call(ev, "MPI_Fetch_and_op")["bytes"] == INT).all()
+    assert by_call(ev, "MPI_Win_fence").height == 4 * N
+    for call in ["MPI_Win_post", "MPI_Win_start", "MPI_Win_complete", "MPI_Win_wait", "MPI_Win_lock_all",
+                 "MPI_Win_unlock_all", "MPI_Win_allocate", "MPI_Win_free"]:
+        assert by_call(ev, call).height == N, call
+    window = by_call(ev, "MPI_Put")["comm"].unique().to_list()
+    assert len(window) == 1 and window != [0]
+    comms = t.comms().collect().filter(pl.col("comm") == window[0])
+    assert comms["kind"].to_list() == ["window"] and comms["comm_size"].to_list() == [N]
+    rput = by_call(ev, "MPI_Rput")
+    assert rput["completed_by"].is_not_null().all()
+
+
+@pytest.mark.mpi(ranks=N)
+def test_point_to_point_modes(run_traced, any_mpi):
+    t = run_traced("p2pmodes", N, mpi=any_mpi)
+    m = t.messages().collect()
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    per_tag = dict(m.group_by("tag").len().iter_rows())
+    # tags of p2pmodes.c: one message each, Sendrecv (and the zero-byte sync) both ways, persistent 3 rounds
+    assert per_tag == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 6, 7: 1, 8: 1, 9: 1, 10: 1, 11: 1, 12: 1, 13: 1, 14: 1, 99: 2}
+    assert set(zip(m["src"], m["dst"])) == {(0, 1), (1, 0)}
+    assert (m.filter(pl.col("tag") != 99)["bytes"] == 16 * INT).all()
+    ev = t.events().collect()
+    # MPI_PROC_NULL: recorded, no peer, no message
+    proc_null = by_call(ev, "MPI_Send").filter(pl.col("peer").is_null())
+    assert proc_null.height == 2
+    probes = by_call(ev, "MPI_Mprobe")
+    assert probes["peer"].to_list() == [0] and probes["tag"].to_list() == [9]
+    assert by_call(ev, "MPI_Startall").height == 6
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+
+
+@pytest.mark.mpi(ranks=N)
+def test_communicators_translate_to_world_ranks(run_traced, any_mpi):
+    t = run_traced("comms", N, mpi=any_mpi)
+    m = t.messages().collect()
+    pairs = sorted(zip(m["src"].to_list(), m["dst"].to_list(), m["tag"].to_list()))
+    # ring inside each half (tag 5), then the two half leaders (highest world ranks) over the intercomm (tag 12)
+    assert pairs == [(0, 2, 5), (1, 3, 5), (2, 0, 5), (2, 3, 12), (3, 1, 5), (3, 2, 12)]
+    ev = t.events().collect()
+    bcast = by_call(ev, "MPI_Bcast")
+    assert sorted(bcast["rank"].to_list()) == [0, 1] and (bcast["root"] == 1).all()
+    assert bcast["comm"].n_unique() == 1
+    colls = t.collectives().collect()
+    assert (colls["ranks"] == colls["comm_size"]).all()
+    alltoall = by_call(ev, "MPI_Neighbor_alltoall")
+    assert (alltoall["bytes"] == 2 * INT).all()  # one out-neighbour in the distributed graph
+    comms = t.comms().collect()
+    assert "inter" in comms["kind"].to_list()
+
+
+@pytest.mark.mpi(ranks=N)
+def test_wildcard_receives_resolved_from_status(run_traced, any_mpi):
+    t = run_traced("wildcard", N, args=["4"], mpi=any_mpi)
+    m = t.messages().collect()
+    assert m.height == 4 * (N - 1)
+    assert (m["dst"] == 0).all() and (m["tag"] == m["src"]).all() and (m["bytes"] == 8 * m["src"]).all()
+    ev = t.events().collect()
+    irecv = by_call(ev, "MPI_Irecv")
+    assert irecv["peer"].is_null().all() and irecv["tag"].is_null().all()  # posted as wildcards
+    done = by_call(ev, "MPI_Waitany")
+    assert set(done["peer"]) == set(range(1, N)) and (done["tag"] == done["peer"]).all()
+
+
+@pytest.mark.mpi(ranks=N)
+def test_pcontrol_pauses_and_resumes(run_traced, any_mpi):
+    t = run_traced("pcontrol", N, mpi=any_mpi)
+    ev = t.events().collect()
+    assert by_call(ev, "MPI_Allreduce").height == 0 and by_call(ev, "MPI_Sendrecv").height == 0
+    assert by_call(ev, "MPI_Barrier").height == 3 * N and by_call(ev, "MPI_Bcast").height == 2 * N
+    assert by_call(ev, "MPI_Pcontrol").height == 2 * N
+    colls = t.collectives().collect()
+    assert colls.height == 5 and (colls["ranks"] == N).all()
+    # collective numbering went on while paused: 3 barriers, 5 allreduces, then the 2 bcasts
+    assert sorted(by_call(ev, "MPI_Bcast")["seq"].unique().to_list()) == [8, 9]

@@ -1,0 +1,96 @@
+"""Threads, crashes, mpi4py, clock correction: the recorder keeps what it saw."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from tests.conftest import MPICH
+
+N = 4
+
+
+def by_call(ev: pl.DataFrame, call: str) -> pl.DataFrame:
+    return ev.filter(pl.col("call").cast(pl.Utf8) == call)
+
+
+@pytest.mark.mpi(ranks=N)
+def test_thread_multiple(run_traced, any_mpi):
+    threads, msgs = 4, 30
+    t = run_traced("threads", N, args=[str(threads), str(msgs)], mpi=any_mpi)
+    m = t.messages().collect()
+    assert m.height == N * threads * msgs
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    # thread t of rank r talks to thread t of rank r+1 through tag t
+    assert set(m["tag"]) == set(range(threads))
+    assert (m["dst"] == (m["src"] + 1) % N).all()
+    ev = t.events().collect()
+    sends = by_call(ev, "MPI_Send")
+    assert sends.group_by("rank").agg(pl.col("thread").n_unique())["thread"].min() == threads
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+
+
+@pytest.mark.parametrize("how,state", [("segv", "killed by a signal"), ("abort", "MPI_Abort"),
+                                       ("kill", "cut off")])
+@pytest.mark.mpi(ranks=N)
+def test_crash_leaves_readable_partial_trace(run_traced, how, state):
+    iters = 10
+    t = run_traced("crash", N, args=[str(iters), how], expect_exit=None)
+    assert t.manifest["rank_states"]["1"] == state
+    assert 1 in t.manifest["truncated_ranks"]
+    ev = t.events().collect()
+    done = by_call(ev, "MPI_Sendrecv_replace").filter(pl.col("t_leave_ns").is_not_null())
+    # rank 1 finished all its exchanges before dying; nothing it recorded is lost
+    assert done.filter(pl.col("rank") == 1).height == iters
+    m = t.messages().collect()
+    assert m.height == iters * N and m.filter(pl.col("src") == 1).height == iters
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+    if how != "abort":
+        # the survivors were killed inside the barrier: the trace says where they were
+        stuck = t.manifest["unfinished_calls"]
+        assert {stuck.get(f"{r}.0") for r in (0, 2, 3)} == {"MPI_Barrier"}
+
+
+@pytest.mark.mpi(ranks=N)
+def test_mpi4py_program_recorded(run_traced):
+    t = run_traced("ring", N, args=["3"], mpi=MPICH, python=True)
+    m = t.messages().collect()
+    # 3 ring rounds of a NumPy buffer (tag = round) + one pickled sendrecv each (tag 100)
+    assert m.filter(pl.col("tag") < 3).height == 3 * N
+    assert m.filter(pl.col("tag") == 100).height == N
+    assert m.height == 4 * N
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    assert (m.filter(pl.col("tag") < 3)["bytes"] == 16 * 8).all()
+    ev = t.events().collect()
+    assert by_call(ev, "MPI_Init_thread").height == N
+
+
+@pytest.mark.mpi(ranks=N)
+def test_forced_clock_sync_keeps_causality(tmp_path, example):
+    """MPISCOPE_SYNC=always measures offsets even on one host: the whole
+    correction pipeline runs, and no receive ends before its send began."""
+    from tests.conftest import mpiscope_cli
+
+    from mpiscope.trace import open_trace
+
+    out = tmp_path / "sync"
+    env = dict(MPICH.environ(), MPISCOPE_SYNC="always")
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(N), str(example("ring", MPICH)), "20", "8"],
+                        env=env)
+    assert done.returncode == 0, done.stderr
+    t = open_trace(out)
+    clocks = t.manifest["clock"]["ranks"]
+    assert len(clocks) == N and all(abs(c["offset_ns"]) < 5e6 for c in clocks)
+    m = t.messages().collect()
+    assert m.height == 20 * N
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_thread_slots_reused(run_traced):
+    """1,200 short-lived threads per rank, more than the 1,024 thread slots."""
+    rounds, threads = 300, 4
+    t = run_traced("threads_churn", 2, args=[str(rounds), str(threads)])
+    assert t.manifest["counts"]["dropped"] == 0
+    m = t.messages().collect()
+    assert m.height == 2 * rounds * threads
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0

@@ -1,0 +1,36 @@
+"""`mpiscope stats --json -` and `mpiscope demo` from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import MPICH, mpiscope_cli
+
+
+@pytest.mark.mpi(ranks=4)
+def test_stats_json(run_traced):
+    t = run_traced("ring", 4, args=["5", "100"])
+    done = mpiscope_cli(["stats", str(t.path), "--json", "-"])
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    s = json.loads(done.stdout)
+    assert s["schema"] == "mpiscope.stats/1" and s["ranks"] == 4
+    assert s["unmatched_messages"] == 0
+    assert [r["rank"] for r in s["per_rank"]] == [0, 1, 2, 3]
+    assert all(r["bytes_sent"] == 500 and r["bytes_received"] == 500 for r in s["per_rank"])
+    assert all(0 <= r["mpi_time_ns"] <= r["app_time_ns"] for r in s["per_rank"])
+    calls = {c["call"]: c for c in s["per_call"]}
+    assert calls["MPI_Send"]["count"] == 20 and calls["MPI_Send"]["bytes"] == 2000
+    # mpiP's view: call sites resolved to file:line of the example (built with -g)
+    sites = {c["callsite"] for c in s["callsites"] if c["call"] == "MPI_Recv"}
+    assert any("ring.c:" in site for site in sites), sites
+    pairs = {(p["src"], p["dst"]): p for p in s["pairs"]}
+    assert pairs[(0, 1)]["messages"] == 5 and pairs[(0, 1)]["bytes"] == 500
+
+
+def test_demo(tmp_path):
+    done = mpiscope_cli(["demo", "--out", str(tmp_path / "demo")], env=MPICH.environ(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "MPI_Allreduce" in done.stdout and "halo.c" in done.stdout
+    assert (tmp_path / "demo" / "events.parquet").is_file()
