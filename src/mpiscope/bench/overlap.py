@@ -140,19 +140,14 @@ def _row(record: runner.Record, run: runner.Run) -> OverlapRow:
 def run_overlap(config: OverlapConfig, on_result: Callable[[runner.Record], None] = lambda r: None) -> OverlapResult:
     """Measure every operation and size once per asynchronous-progress setting."""
     config.validate()
-    mpi, launcher = runner.mpi_in_use()
-    settings, warnings = runner.progress_settings(config.async_progress, mpi, launcher)
-    busy = runner.busy_machine_warning()
-    warnings += [busy] if busy else []
-    cmd = runner.launch_command(launcher, mpi, config.ranks, config.launcher_args,
-                                [str(runner.program("overlap")), *config.argv()])
+    plan = runner.plan("overlap", config.ranks, config.launcher_args, config.argv(), config.async_progress)
     rows: list[OverlapRow] = []
     infos: list[SettingInfo] = []
-    for setting in settings:
-        run = runner.run_program(cmd, setting, on_result)
+    for setting in plan.settings:
+        run = runner.run_program(plan.cmd, setting, on_result)
         rows.extend(_row(rec, run) for rec in run.results)
         note = run.oversubscription_note() if run.oversubscribed else ""
         infos.append(SettingInfo(setting.enabled, setting.env, setting.note, run.oversubscribed, note,
                                  float(run.header["kernel_mflops"]), int(run.header["thread_level"]),
                                  list(run.header["hosts"])))
-    return OverlapResult(uuid.uuid4().hex[:12], mpi.label, config, infos, rows, warnings)
+    return OverlapResult(uuid.uuid4().hex[:12], plan.mpi.label, config, infos, rows, plan.warnings)

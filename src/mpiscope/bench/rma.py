@@ -130,18 +130,13 @@ class RmaResult:
 
 def run_rma(config: RmaConfig, on_result: Callable[[runner.Record], None] = lambda r: None) -> RmaResult:
     config.validate()
-    mpi, launcher = runner.mpi_in_use()
-    settings, warnings = runner.progress_settings(config.async_progress, mpi, launcher)
-    busy = runner.busy_machine_warning()
-    warnings += [busy] if busy else []
-    cmd = runner.launch_command(launcher, mpi, config.ranks, config.launcher_args,
-                                [str(runner.program("rma")), *config.argv()])
+    plan = runner.plan("rma", config.ranks, config.launcher_args, config.argv(), config.async_progress)
     rows: list[RmaRow] = []
     passive: list[PassiveRow] = []
     infos: list[dict[str, Any]] = []
     us = 1e6
-    for setting in settings:
-        run = runner.run_program(cmd, setting, on_result)
+    for setting in plan.settings:
+        run = runner.run_program(plan.cmd, setting, on_result)
         over = run.oversubscribed
         for rec in run.results:
             wrong = int(sum(rec["errors"]))
@@ -155,4 +150,4 @@ def run_rma(config: RmaConfig, on_result: Callable[[runner.Record], None] = lamb
         infos.append({"async_progress": setting.enabled, "env": setting.env, "note": setting.note,
                       "oversubscribed": over, "oversubscription_note": run.oversubscription_note() if over else "",
                       "thread_level": int(run.header["thread_level"]), "hosts": run.header["hosts"]})
-    return RmaResult(uuid.uuid4().hex[:12], mpi.label, config, infos, rows, passive, warnings)
+    return RmaResult(uuid.uuid4().hex[:12], plan.mpi.label, config, infos, rows, passive, plan.warnings)

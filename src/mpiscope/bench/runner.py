@@ -171,6 +171,25 @@ def launch_command(launcher: str, mpi: MpiInfo, ranks: int, extra: str, argv: li
     return [*cmd, "-n", str(ranks), *argv]
 
 
+@dataclass
+class Plan:
+    """What a benchmark verb launches: the MPI, one command, one run per progress setting."""
+    mpi: MpiInfo
+    cmd: list[str]
+    settings: list[ProgressSetting]
+    warnings: list[str]
+
+
+def plan(name: str, ranks: int, launcher_args: str, argv: list[str], async_progress: str) -> Plan:
+    """The launch of benchmark program NAME for --async-progress off|on|both, with the warnings to show."""
+    mpi, launcher = mpi_in_use()
+    settings, warnings = progress_settings(async_progress, mpi, launcher)
+    busy = busy_machine_warning()
+    warnings += [busy] if busy else []
+    cmd = launch_command(launcher, mpi, ranks, launcher_args, [str(program(name)), *argv])
+    return Plan(mpi, cmd, settings, warnings)
+
+
 def run_program(cmd: list[str], setting: ProgressSetting, on_result: Callable[[Record], None]) -> Run:
     """Run one launch; call on_result for each result as it arrives."""
     env = launcher_env(os.environ.copy())

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from mpiscope import output
 from mpiscope.bench.plot import check_plot_path
@@ -63,6 +63,30 @@ def measuring(description: str, total: int) -> Iterator[Callable[[dict[str, Any]
             bar.update(description=f"{description}: {record['op']} {record['bytes']} B")
 
         yield advance
+
+
+class _Result(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+    def csv_text(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Result)
+
+
+def measure_and_write(args: argparse.Namespace, description: str, expected_results: int,
+                      measure: Callable[[Callable[[dict[str, Any]], None]], R], render: Callable[[R], None],
+                      warn: Callable[[R], None], plot: Callable[[R, Path], None]) -> R:
+    """The steps every bench sub-command shares: check the output files before the (long) measurement,
+    measure with a progress bar, show the table unless the JSON goes to stdout, then write the files."""
+    check_outputs(args)
+    runs = 1 if args.async_progress != "both" else 2
+    with measuring(description, expected_results * runs) as advance:
+        result = measure(advance)
+    if args.json != "-":
+        render(result)
+    warn(result)
+    write_outputs(args, result.to_json(), result.csv_text(), lambda path: plot(result, path))
+    return result
 
 
 def imb_table(title: str, lead: list[str], groups: list[tuple[str, list[str]]], rows: list[list[str]]) -> str:

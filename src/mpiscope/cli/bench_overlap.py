@@ -18,7 +18,7 @@ from mpiscope import output
 from mpiscope.bench import catalog
 from mpiscope.bench.overlap import OverlapConfig, OverlapResult, OverlapRow, run_overlap
 from mpiscope.bench.plot import plot_overlap
-from mpiscope.cli.bench_options import add_common, check_outputs, imb_table, measuring, us, write_outputs
+from mpiscope.cli.bench_options import add_common, imb_table, measure_and_write, us
 
 
 def prepare_parser(p: argparse.ArgumentParser) -> None:
@@ -85,14 +85,8 @@ def run(args: argparse.Namespace) -> int:
         kernel_size=args.kernel_size, test_calls=args.test_calls, iterations=args.iter,
         time_per_size_s=args.time, definition=args.definition, launcher_args=args.launcher_args)
     config.validate()
-    check_outputs(args)
-    runs = 1 if args.async_progress != "both" else 2
-    with measuring("bench overlap", config.expected_results() * runs) as advance:
-        result = run_overlap(config, advance)
-    if args.json != "-":
-        render(result)
-    warn(result)
-    write_outputs(args, result.to_json(), result.csv_text(), lambda path: plot_overlap(result, path))
+    result = measure_and_write(args, "bench overlap", config.expected_results(),
+                               lambda advance: run_overlap(config, advance), render, warn, plot_overlap)
     for row in result.failed_checks:
         output.warn(f"{row.op} at {row.bytes} B (progress {'on' if row.async_progress else 'off'}) delivered "
                     f"{row.errors} wrong result elements; the MPI computes this collective incorrectly")

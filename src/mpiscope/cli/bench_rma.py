@@ -21,7 +21,7 @@ from mpiscope.bench import catalog
 from mpiscope.bench.formulas import bandwidth_mb_s
 from mpiscope.bench.plot import plot_rma
 from mpiscope.bench.rma import MODES, RANKS, RmaConfig, RmaResult, run_rma
-from mpiscope.cli.bench_options import add_common, check_outputs, imb_table, measuring, us, write_outputs
+from mpiscope.cli.bench_options import add_common, imb_table, measure_and_write, us
 
 
 def prepare_parser(p: argparse.ArgumentParser) -> None:
@@ -93,14 +93,8 @@ def run(args: argparse.Namespace) -> int:
                        ranks=args.ranks, sizes=catalog.parse_sizes(args.sizes), async_progress=args.async_progress,
                        iterations=args.iter, time_per_size_s=args.time, launcher_args=args.launcher_args)
     config.validate()
-    check_outputs(args)
-    runs = 1 if args.async_progress != "both" else 2
-    with measuring("bench rma", config.expected_results() * runs) as advance:
-        result = run_rma(config, advance)
-    if args.json != "-":
-        render(result)
-    warn(result)
-    write_outputs(args, result.to_json(), result.csv_text(), lambda path: plot_rma(result, path))
+    result = measure_and_write(args, "bench rma", config.expected_results(),
+                               lambda advance: run_rma(config, advance), render, warn, plot_rma)
     for what in result.failed_checks:
         output.warn(f"{what}: the one-sided result was wrong; the MPI's RMA is incorrect here")
     return 1 if result.failed_checks else 0
