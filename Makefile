@@ -51,6 +51,9 @@ bench: setup
 	$(PY) bench/merge_throughput.py
 	$(PY) bench/roofline_local.py
 	$(PY) bench/sim_scale.py
+	$(PY) bench/map_speed.py
+	$(PY) bench/map_parallel.py
+	@if [ -n "$$IMB_DIR" ]; then $(PY) bench/overlap_vs_imb.py -n 2; else echo "bench/overlap_vs_imb.py skipped: set IMB_DIR to Intel MPI Benchmarks built against this MPI"; fi
 
 clean:
 	rm -rf build $(VENV)

@@ -96,6 +96,13 @@ def text(message: str) -> None:
         console.print(message, highlight=False)
 
 
+def preformatted(block: str) -> None:
+    """Fixed-width text (e.g. an IMB-style table) exactly as given: no markup, no wrapping."""
+    if not _quiet:
+        sys.stdout.write(block if block.endswith("\n") else block + "\n")
+        sys.stdout.flush()
+
+
 @contextmanager
 def progress(description: str, total: float | None = None) -> Iterator[Any]:
     """A progress bar on stderr; silent off a terminal or with --quiet."""

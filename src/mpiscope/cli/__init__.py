@@ -25,6 +25,7 @@ VERBS = {
     "map": "map",
     "roofline": "roofline",
     "sim": "sim",
+    "bench": "bench",
 }
 
 

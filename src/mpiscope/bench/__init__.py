@@ -1,0 +1,1 @@
+"""Benchmarks: IMB-compatible overlap (IMB-NBC) and one-sided (IMB-RMA) measurements."""
