@@ -107,7 +107,7 @@ def mpiscope_cli(args: list[str], env: dict[str, str] | None = None, timeout: in
                  cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run `python -m mpiscope ARGS` in a subprocess (as a user would)."""
     return subprocess.run([sys.executable, "-m", "mpiscope", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env or dict(os.environ), cwd=cwd)
+                          timeout=timeout, env=env or dict(os.environ), cwd=cwd, check=False)
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from tests.conftest import EXAMPLES, mpiscope_cli, require
 
 from mpiscope.mpi.build import compile_program, rebuild
 from mpiscope.trace import open_trace
-from tests.conftest import EXAMPLES, mpiscope_cli, require
 
 MPIF90, MPICC, MPIEXEC = "/usr/bin/mpif90.openmpi", "/usr/bin/mpicc.openmpi", "/usr/bin/mpiexec.openmpi"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from tests.conftest import MPICH, mpiscope_cli
 
 

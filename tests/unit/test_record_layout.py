@@ -5,8 +5,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from mpiscope.trace import record as R
 from tests.conftest import ROOT, require
+
+from mpiscope.trace import record as R
 
 PROBE = ROOT / "src" / "mpiscope" / "native" / "probe" / "layout.c"
 DTYPES = {"msc_rec": R.REC_DTYPE, "msc_block_header": R.BLOCK_HEADER_DTYPE, "msc_commdef": R.COMMDEF_DTYPE,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp  # type: ignore[import-untyped]
+import scipy.sparse as sp
 
 from mpiscope.mapping.bisem import traffic_graph
 from mpiscope.mapping.mapfile import identity_map
@@ -131,7 +131,7 @@ def scotch_map(network: Network, pattern: Pattern, timeout_s: float = 300) -> Ba
 
 def kahip_map() -> Baseline:
     try:
-        import kahip  # type: ignore[import-untyped]
+        import kahip
     except ImportError:
         return Baseline("kahip", None, "the kahip Python package is not installed")
     if not hasattr(kahip, "process_mapping"):

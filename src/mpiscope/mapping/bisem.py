@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp  # type: ignore[import-untyped]
+import scipy.sparse as sp
 
 from mpiscope.mapping.patterns import Pattern
 from mpiscope.mapping.topology import Network

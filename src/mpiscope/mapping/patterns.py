@@ -252,8 +252,8 @@ def load_matrix(path: str | Path) -> Pattern:
             raise UsageError(f"matrix {path} holds {m.dtype}, not numbers; save a numeric square array")
         return _check(_from_dense(m.astype(np.float64), f"matrix:{path.name}", path), path)
     if suffix == ".mtx":
-        import scipy.io  # type: ignore[import-untyped]
-        import scipy.sparse  # type: ignore[import-untyped]
+        import scipy.io
+        import scipy.sparse
 
         try:
             coo = scipy.sparse.coo_matrix(scipy.io.mmread(path))
