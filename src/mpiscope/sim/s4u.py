@@ -40,12 +40,13 @@ MODELS: dict[str, tuple[str, list[str]]] = {
 # simulated time (the busiest link's bytes over its bandwidth, computed by the driver on SimGrid's routes).
 # Flows due within one precision of an event finish at that event, so the time comes out shorter by up
 # to about one precision; each event costs a solve of the whole sharing problem. Measured against
-# SimGrid's 1 ns on one-step Bruck (bench/sim_scale.py, README Limits): 1/250 changes the time by
-# -0.04 % to -0.31 % (identity, random and annealed maps, 512 and 1024 ranks) and runs the 4096-rank
-# annealed map in about 100 s, where 1 ns does not finish in hours.
+# SimGrid's 1 ns on one-step Bruck (README Limits): 1/250 changes the time by -0.01 % to -0.34 %
+# (identity, random and annealed maps, 512 to 4096 ranks; 1/200 reached -0.56 %) and runs the
+# 4096-rank annealed map in 311 instants and about 100 s, where 120 ns had delivered 8.5 % of its
+# messages after 9 minutes.
 PRECISION_SHARE = 1 / 250
-# One-step runs of more messages than this on an irregular map take minutes (4096-rank Bruck, 49,152
-# messages: about 100 s); the solve grows with the square of the links in use.
+# One-step runs of more messages than this on an irregular map take long: the 4096-rank Bruck (49,152
+# messages, 24,541 links) about 100 s, and each solve grows with the square of the links in use.
 SLOW_MESSAGES = 60_000
 
 
