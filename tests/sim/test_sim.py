@@ -114,13 +114,11 @@ def test_steps_wait_for_each_other() -> None:
     assert smpi_steps["simulated_time_s"] > one["simulated_time_s"] and smpi_steps["messages"] == 6 * 64
 
 
-@pytest.mark.parametrize(("network", "pattern", "rank_map"), [("torus:4x4x4", "bruck:64", "random:3"),
-                                                             ("torus:4x4x2", "bruck:32", "random:1"),
-                                                             ("torus:4x4x4", "bruck:64", "identity")])
-def test_default_precision_stays_within_its_tolerance(network: str, pattern: str, rank_map: str) -> None:
+@pytest.mark.parametrize("rank_map", ["random:3", "identity"])
+def test_default_precision_stays_within_its_tolerance(rank_map: str) -> None:
     # The default event-time precision (1/250 of the busiest link's time, README Limits) against
     # SimGrid's own 1 ns: flows due within it finish together, moving the time by less than 0.5 %.
-    case = ("--network", network, "--pattern", pattern, "--map", rank_map)
+    case = ("--network", "torus:4x4x4", "--pattern", "bruck:64", "--map", rank_map)
     coarse, exact = sim(*case), sim(*case, "--precision", "1ns")
     assert coarse["time_precision_s"] == pytest.approx(coarse["link_bound_s"] / 250, rel=1e-12)
     assert coarse["time_precision_share"] == 1 / 250 and exact["time_precision_share"] is None
