@@ -25,12 +25,13 @@ SIMGRID_PRECISION_S = 1e-9       # SimGrid's default surf/precision (also smpiru
 # The driver's record (struct msg in pattern_sim.cpp).
 MSG_DTYPE = np.dtype([("src", "<i4"), ("dst", "<i4"), ("step", "<i4"), ("pad", "<i4"), ("bytes", "<u8")])
 
-# SimGrid network models, as --cfg flags. CM02 is plain max-min sharing of the
-# links' bandwidth with their latency, no TCP factors: the physical link
+# SimGrid network models, as --cfg flags. CM02 is max-min sharing of the links'
+# bandwidth, each flow weighted by 1/(its route's latency) as in SimGrid's
+# source (so on equal links, longer routes get smaller shares), no TCP factors: the physical link
 # parameters as given (5 GB/s, 120 ns). Cross-traffic (TCP acknowledgements on
 # the reverse route) is off: a torus link layer has none.
 MODELS: dict[str, tuple[str, list[str]]] = {
-    "CM02": (("SimGrid CM02: max-min fair sharing of link bandwidth, route latency, no TCP factors, "
+    "CM02": (("SimGrid CM02: max-min sharing of link bandwidth weighted by 1/route latency, no TCP factors, "
              "no cross-traffic"), ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"]),
     "LV08": (("SimGrid LV08: max-min sharing with TCP factors (latency x13.01, bandwidth x0.97) and "
              "cross-traffic"), ["--cfg=network/model:LV08"]),
