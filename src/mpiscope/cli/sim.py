@@ -44,9 +44,10 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
                      help="SimGrid network model (default CM02: plain max-min flows; SMPI: only for "
                           "SMPI runs)")
     net.add_argument("--precision", metavar="TIME",
-                     help="SimGrid's event-time precision (surf/precision), e.g. 1ns; events closer than "
-                          "this are processed together (default: S4U the link latency, at most 1/1000 of "
-                          "the run; SMPI 1ns)")
+                     help="SimGrid's event-time precision (surf/precision), e.g. 1ns; flows due within it of "
+                          "an event finish together, so times come out shorter by up to about that much "
+                          "(default: S4U 1/250 of the busiest link's bytes over its bandwidth, at least 1ns; "
+                          "SMPI 1ns)")
     src = p.add_argument_group("what runs (exactly one)")
     src.add_argument("--pattern", help="generator: " + ", ".join(GENERATORS))
     src.add_argument("--matrix", type=Path, help="bytes[src][dst]: Matrix Market .mtx, .csv or .npy")
@@ -112,7 +113,7 @@ def render(r: SimResult, top: int) -> None:
         ["model", r.model],
         ["messages", "-" if r.messages is None else f"{r.messages:,}"],
         ["bytes", "-" if r.bytes_total is None else fmt_bytes(r.bytes_total)],
-        ["time precision", f"{r.extra['time_precision_s'] * 1e9:g} ns"],
+        ["time precision", _precision_text(r)],
         ["wall time", f"{r.wall_s:.2f} s, peak memory {fmt_bytes(r.peak_memory_bytes)}"],
     ]
     links = r.link_summary(top)
@@ -133,6 +134,15 @@ def render(r: SimResult, top: int) -> None:
         output.text(f"note: {note}")
     if r.extra.get("program_stdout"):
         output.text(r.extra["program_stdout"].rstrip())
+
+
+def _precision_text(r: SimResult) -> str:
+    text = f"{r.extra['time_precision_s'] * 1e9:g} ns"
+    if share := r.extra.get("time_precision_share"):
+        text += f" (1/{1 / share:g} of the busiest link's {r.extra['link_bound_s'] * 1e3:.6g} ms)"
+    if "simulated_instants" in r.extra:
+        text += f", {r.extra['simulated_instants']:,} instants"
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
