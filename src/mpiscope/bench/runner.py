@@ -51,8 +51,7 @@ class Host:
 
 @dataclass
 class Run:
-    """The records of one launch: the header (completed by the last record, which carries the kernel rate
-    calibrated during the run), then one result per operation and size."""
+    """The records of one launch: the header, then one result per operation and size."""
 
     setting: ProgressSetting
     header: Record
@@ -214,8 +213,7 @@ def run_program(cmd: list[str], setting: ProgressSetting, on_result: Callable[[R
             elif record["kind"] == "result" and run is not None:
                 run.results.append(record)
                 on_result(record)
-            elif record["kind"] == "done" and run is not None:
-                run.header.update({k: v for k, v in record.items() if k != "kind"})
+            elif record["kind"] == "done":
                 done = True
         code = proc.wait()
         errors.seek(0)

@@ -48,17 +48,8 @@ void msc_kernel_setup(int order)
         k_x[i] = k_y[i] = 0.f;
         for (int j = 0; j < order; j++) k_a[(size_t)i * order + j] = 1.f;
     }
-}
-
-/* IMB calibrates once per process, lazily, in its first IMB_cpu_exploit call
- * (IMB_cpu_exploit.c: MFlops < 0): Nrep = 5e7 / (2 SIZE^2) + 1 repetitions
- * (50 Mflop), timed, kept as repetitions per second. Doing it then, after the
- * first t_pure, rather than right after MPI_Init matters: at start-up the other
- * ranks are still being launched, and a calibration slowed by them makes every
- * later t_CPU too short. */
-static void calibrate(void)
-{
-    const int order = k_order;
+    /* IMB calibrates once per process: Nrep = 5e7 / (2 SIZE^2) + 1
+     * repetitions (50 Mflop), timed; it keeps repetitions per second. */
     long nrep = 50000000L / (2L * order * order) + 1;
     double t1 = MPI_Wtime();
     matvec_reps(nrep, NULL, 0, NULL);
@@ -78,7 +69,6 @@ double msc_kernel_init(double target_secs)
         k_target_reps = 0;
         return 0.0;
     }
-    if (k_mflops < 0.0) calibrate();
     double reps = (double)(float)target_secs * k_reps_per_sec;
     k_target_reps = reps < 1.0 ? 1 : (long)reps;
     double t1 = MPI_Wtime();
@@ -286,15 +276,6 @@ void msc_emit_end(void)
     fflush(stdout);
 }
 
-void msc_emit_done(void)
-{
-    /* the kernel's rate is known only once a benchmark has calibrated it */
-    msc_emit_begin("done");
-    msc_emit_double("kernel_mflops", msc_kernel_mflops());
-    msc_emit_double("kernel_reps_per_sec", msc_kernel_reps_per_sec());
-    msc_emit_end();
-}
-
 void msc_emit_header(MPI_Comm comm, const char *program, const struct msc_settings *s)
 {
     int size, provided, len;
@@ -318,6 +299,8 @@ void msc_emit_header(MPI_Comm comm, const char *program, const struct msc_settin
     msc_emit_str("library_version", version);
     msc_emit_long("thread_level", provided);
     msc_emit_long("kernel_size", s->kernel_size);
+    msc_emit_double("kernel_mflops", msc_kernel_mflops());
+    msc_emit_double("kernel_reps_per_sec", msc_kernel_reps_per_sec());
     msc_emit_long("test_calls", s->test_every);
     if (emit_rank == 0) {
         printf(", \"hosts\": [");

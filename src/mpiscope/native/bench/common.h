@@ -68,7 +68,6 @@ int msc_sizes_in_units(const struct msc_settings *s, long unit, long *out);
 
 /* Output: rank 0 writes one "@mpiscope {json}" line per record to stdout. */
 void msc_emit_header(MPI_Comm comm, const char *program, const struct msc_settings *s);
-void msc_emit_done(void);   /* last record: the kernel rate found by the lazy calibration */
 void msc_emit_begin(const char *kind);
 void msc_emit_str(const char *key, const char *value);
 void msc_emit_long(const char *key, long value);

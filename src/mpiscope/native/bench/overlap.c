@@ -159,7 +159,8 @@ int main(int argc, char **argv)
     msc_emit_header(MPI_COMM_WORLD, "overlap", &s);
     for (const struct nbc_op *op = nbc_ops; op->name; op++)
         if (msc_op_selected(&s, op->name)) bench_op(&s, op, MPI_COMM_WORLD);
-    msc_emit_done();
+    msc_emit_begin("done");
+    msc_emit_end();
     MPI_Finalize();
     return 0;
 }

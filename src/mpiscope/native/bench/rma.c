@@ -196,7 +196,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(rma_ops) / sizeof(rma_ops[0]); i++)
         if (msc_op_selected(&s, rma_ops[i].name)) bench_op(&s, (int)i, MPI_COMM_WORLD);
     if (msc_op_selected(&s, "truly_passive_put")) bench_truly_passive_put(&s, MPI_COMM_WORLD);
-    msc_emit_done();
+    msc_emit_begin("done");
+    msc_emit_end();
     MPI_Finalize();
     return 0;
 }
