@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import platform
 import statistics
@@ -22,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from mpiscope import parallel
+from mpiscope import output, parallel
 from mpiscope.mapping import anneal as sa
 from mpiscope.mapping.bisem import bisem, default_levels
 from mpiscope.mapping.patterns import parse_pattern
@@ -97,13 +96,7 @@ def main() -> int:
                   f"of critical path, best eval {med(n, 'best_objective'):.6g}")
         print(f"{par} workers / 1: moves/s wall {res['ratio_moves_per_s']:.2f}, of critical path "
               f"{res['ratio_moves_per_critical_s']:.2f}; best eval {res['ratio_objective']:.4f}")
-    if a.json:
-        text = json.dumps(res, indent=2)
-        if a.json == "-":
-            print(text)
-        else:
-            with open(a.json, "w") as fh:
-                fh.write(text + "\n")
+    output.emit_json(res, a.json)
     return 0
 
 

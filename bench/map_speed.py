@@ -18,7 +18,6 @@ Prints the median rate of each, the spread (min..max) and the ratios to full re-
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -27,6 +26,7 @@ import time
 import numpy as np
 import numpy.typing as npt
 
+from mpiscope import output
 from mpiscope.mapping.anneal import COOLING_STEPS, AnnealParams, initial_temperature
 from mpiscope.mapping.bisem import bisem, default_levels
 from mpiscope.mapping.kernel import Kernel
@@ -100,13 +100,7 @@ def main() -> int:
               f"each (spread {min(full):,.1f}..{max(full):,.1f}; RMATT: 180 ms)")
         print(f"annealing/full: {res['ratio_annealing_vs_full']:,.0f}   "
               f"exact/full: {res['ratio_incremental_vs_full']:,.0f}")
-    if a.json:
-        text = json.dumps(res, indent=2)
-        if a.json == "-":
-            print(text)
-        else:
-            with open(a.json, "w") as fh:
-                fh.write(text + "\n")
+    output.emit_json(res, a.json)
     return 0
 
 

@@ -9,7 +9,6 @@ Target (issue 3): >= 2 million events/s on 2 cores.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -20,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mpiscope import output
 from mpiscope.trace.synthetic import halo_trace
 
 MERGE = "from pathlib import Path; import sys; from mpiscope.trace.merge import merge_trace; merge_trace(Path(sys.argv[1]))"
@@ -73,8 +73,7 @@ def main() -> int:
               f"load average before: {os.getloadavg()[0]:.1f}")
         print(f"  peak memory of the merge: {peak / 2**30:.2f} GiB; raw {raw_bytes / 2**20:.0f} MiB -> "
               f"Parquet {parquet / 2**20:.0f} MiB ({parquet / records:.1f} B/record)")
-        if args.json:
-            Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        output.emit_json(result, args.json)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

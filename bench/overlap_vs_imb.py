@@ -23,7 +23,6 @@ the same figures.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -155,7 +154,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--async-progress", choices=["off", "on"], default="off")
     p.add_argument("--no-rma", action="store_true", help="skip Truly_passive_put")
-    p.add_argument("--json", type=Path)
+    p.add_argument("--json", help="write the figures as JSON (- for stdout)")
     args = p.parse_args()
     if not args.imb_dir or not (Path(args.imb_dir) / "IMB-NBC").is_file():
         sys.exit("give the directory of IMB-NBC/IMB-RMA: IMB_DIR=/path or --imb-dir /path (see this file's header)")
@@ -199,8 +198,7 @@ def main() -> int:
         show("Truly_passive_put", rows, rma_cols)
     result["load_avg_end"] = os.getloadavg()
     print(f"\n# load average at the end: {result['load_avg_end']}")
-    if args.json:
-        output.write_atomic(args.json, (json.dumps(result, indent=2) + "\n").encode())
+    output.emit_json(result, args.json)
     return 0
 
 

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mpiscope import output
 from mpiscope.mpi.find import built_against
 from mpiscope.roofline.bench import effective_machine
 from mpiscope.roofline.machines import load_machine
@@ -90,9 +91,7 @@ def main() -> int:
         print(f"{x['intensity']:9.3g} {x['gflops']:8.3f} {x['of_roof']:7.3f} {bw:>9} {dg:>8}")
     print(f"largest achieved/roof: {res['max_of_roof']:.3f} ({res['points_above_roof']} point(s) above the roof)")
     print("paper (004 §4.3), beside:", *PAPER, sep="\n  ")
-    if a.json:
-        text = json.dumps(res, indent=2) + "\n"
-        sys.stdout.write(text) if a.json == "-" else Path(a.json).write_text(text)
+    output.emit_json(res, a.json)
     return 0
 
 

@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mpiscope import output
 from mpiscope.mpi.build import compile_program
 from mpiscope.mpi.find import built_against, find_launcher, launcher_env, lib_dir
 
@@ -109,11 +110,9 @@ def main() -> int:
     print(f"bytes per event: raw 48 (fixed record); on disk {raw_records / events:.1f} incl. block headers and "
           f"preallocation; Parquet events table {parquet['events'] / events:.1f}, all tables "
           f"{sum(parquet.values()) / events:.1f} ({events} events)")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "schema": "mpiscope.bench.overhead/1", "machine": platform.node(), "mpi": mpi.label,
-            "rounds": rows, "median": med, "events": events, "parquet_bytes": parquet,
-            "raw_record_bytes": 48}, indent=1) + "\n")
+    output.emit_json({"schema": "mpiscope.bench.overhead/1", "machine": platform.node(), "mpi": mpi.label,
+                      "rounds": rows, "median": med, "events": events, "parquet_bytes": parquet,
+                      "raw_record_bytes": 48}, args.json)
     return 0
 
 
