@@ -110,6 +110,7 @@ void msc_start(uint16_t call, uint64_t t0, void *site)
     msc_hdr->thread_level = level;
     msc_clock_pair(&msc_hdr->tick_init, &msc_hdr->ns_init);
     msc_comms_init(rank, size);
+    msc_fast_paths_init();
     msc_clock_sync(private_comm, &msc_hdr->offset_init_ns, &msc_hdr->sync_rtt_init_ns,
                    &msc_hdr->offset_init_at_ns);
     copy_maps();

@@ -263,10 +263,41 @@ static inline int32_t msc_tag(int tag)
     return tag == MPI_ANY_TAG ? MSC_TAG_ANY : tag;
 }
 
+/* fast paths (fastpath.c): set at start-up when the MPI's layout checks out */
+extern int msc_fast_types, msc_fast_status;
+void msc_fast_paths_init(void);
+
+/* Size of a predefined MPICH datatype from its handle, 0 if not one. */
+static inline uint32_t msc_builtin_size(MPI_Datatype dt)
+{
+#ifdef MPICH_NUMVERSION
+    uint32_t h = (uint32_t)(uintptr_t)dt;
+    if ((h & 0xfc000000u) == 0x4c000000u) return (h >> 8) & 0xffu;
+#else
+    (void)dt;
+#endif
+    return 0;
+}
+
+/* The byte count a status holds, read in place (only when msc_fast_status). */
+static inline uint64_t msc_status_count(const MPI_Status *st)
+{
+#if defined(MPICH_NUMVERSION)
+    return (uint64_t)(uint32_t)st->count_lo | ((uint64_t)((uint32_t)st->count_hi_and_cancelled >> 1) << 32);
+#elif defined(OPEN_MPI)
+    return (uint64_t)st->_ucount;
+#else
+    (void)st;
+    return 0;
+#endif
+}
+
 static inline uint64_t msc_bytes(int64_t count, MPI_Datatype dt)
 {
     int size = 0;
     if (count <= 0 || dt == MPI_DATATYPE_NULL) return 0;
+    uint32_t builtin = msc_fast_types ? msc_builtin_size(dt) : 0;
+    if (MSC_LIKELY(builtin)) return (uint64_t)count * builtin;
     PMPI_Type_size(dt, &size);
     return (uint64_t)count * (uint64_t)(size > 0 ? size : 0);
 }
@@ -316,6 +347,7 @@ MSC_COUNT_HELPERS(_count, MPI_Count)
 
 static inline uint64_t msc_status_bytes(const MPI_Status *st)
 {
+    if (MSC_LIKELY(msc_fast_status)) return msc_status_count(st);
     MPI_Count n = 0;
     if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) return 0;
     return (uint64_t)n;

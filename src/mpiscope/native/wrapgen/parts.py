@@ -138,7 +138,10 @@ def parts(entry: dict, large: bool = False) -> Parts:
             expr = f"sendbuf == MPI_IN_PLACE ? {byte_expr(entry['bytes_inplace'], call)} : {expr}"
         if "bytes_root" in entry:
             expr = f"msc_is_root(c, {entry['root']}) ? {byte_expr(entry['bytes_root'], call)} : {expr}"
-        post.append(f"r->bytes = {expr};")
+        if "status" in entry and "flag" not in entry:  # the status has the bytes that came
+            post.append(f"if (rc != MPI_SUCCESS) r->bytes = {expr};")
+        else:
+            post.append(f"r->bytes = {expr};")
     if "flag" in entry:
         post.append(f"if (rc != MPI_SUCCESS || !*{entry['flag']}) msc_no_message(r);")
         post.append("else msc_status_envelope(r, c, st);")
