@@ -24,6 +24,9 @@
 #define MSC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MSC_KEY(h) ((uint64_t)(uintptr_t)(h))
 #define MSC_TLS_MODEL __attribute__((tls_model("initial-exec")))
+/* The recorder's per-event path: gcc keeps these out of line in a file of
+ * several hundred wrappers, and the calls cost more than the bodies. */
+#define MSC_HOT static inline __attribute__((always_inline))
 #define MSC_MAX_THREADS 1024
 
 /* Request kinds kept in the request table. */
@@ -132,7 +135,7 @@ void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *s
 void msc_emit_complete(const struct msc_span *sp, const struct msc_reqinfo *ri,
                        const MPI_Status *st);
 
-static inline uint64_t msc_ticks(void)
+MSC_HOT uint64_t msc_ticks(void)
 {
 #ifdef MSC_HAVE_TSC
     if (MSC_LIKELY(msc_use_tsc)) return __rdtsc();
@@ -142,7 +145,7 @@ static inline uint64_t msc_ticks(void)
 
 void msc_refresh_pair(struct msc_thread *t);
 
-static inline struct msc_rec *msc_reserve(struct msc_thread *t)
+MSC_HOT struct msc_rec *msc_reserve(struct msc_thread *t)
 {
     struct msc_rec *r = t->next;
     if (MSC_UNLIKELY(r == t->end)) return msc_next_block(t);
@@ -151,12 +154,12 @@ static inline struct msc_rec *msc_reserve(struct msc_thread *t)
     return r;
 }
 
-static inline void msc_commit(struct msc_rec *r, uint16_t call)
+MSC_HOT void msc_commit(struct msc_rec *r, uint16_t call)
 {
     __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
 }
 
-static inline struct msc_rec *msc_enter(uint16_t call, void *site)
+MSC_HOT struct msc_rec *msc_enter(uint16_t call, void *site)
 {
     if (MSC_UNLIKELY(!__atomic_load_n(&msc_recording, __ATOMIC_RELAXED))) return NULL;
     struct msc_thread *t = msc_tls;
@@ -183,7 +186,7 @@ static inline struct msc_rec *msc_enter(uint16_t call, void *site)
 }
 
 /* The call returned: t_leave is stored last, after the wrapper's fields. */
-static inline struct msc_span msc_leave(struct msc_rec *r)
+MSC_HOT struct msc_span msc_leave(struct msc_rec *r)
 {
     struct msc_span sp = {r->t_enter, msc_ticks(), r->callsite};
     __atomic_store_n(&r->t_leave, sp.t_leave, __ATOMIC_RELEASE);
@@ -192,7 +195,7 @@ static inline struct msc_span msc_leave(struct msc_rec *r)
 }
 
 /* A record that belongs to the call just left: same times and call site. */
-static inline struct msc_rec *msc_sub(const struct msc_span *sp)
+MSC_HOT struct msc_rec *msc_sub(const struct msc_span *sp)
 {
     struct msc_thread *t = msc_tls;
     struct msc_rec *r = msc_reserve(t);
@@ -208,7 +211,7 @@ static inline struct msc_rec *msc_sub(const struct msc_span *sp)
     return r;
 }
 
-static inline uint16_t msc_comm_id(MPI_Comm comm)
+MSC_HOT uint16_t msc_comm_id(MPI_Comm comm)
 {
     if (MSC_LIKELY(comm == MPI_COMM_WORLD)) return 0;
     if (comm == MPI_COMM_SELF) return 1;
@@ -228,14 +231,14 @@ static inline int32_t msc_seq_next(uint16_t c)
     return (int32_t)__atomic_fetch_add(&msc_comms[c].seq, 1, __ATOMIC_RELAXED);
 }
 
-static inline int32_t msc_translate(const int32_t *ranks, int32_t size, int rank)
+MSC_HOT int32_t msc_translate(const int32_t *ranks, int32_t size, int rank)
 {
     if (rank < 0 || rank >= size) return MSC_PEER_UNKNOWN;
     return ranks ? ranks[rank] : rank;
 }
 
 /* World rank of a peer given as a rank in communicator (or window) c. */
-static inline int32_t msc_world_rank(uint16_t c, int rank)
+MSC_HOT int32_t msc_world_rank(uint16_t c, int rank)
 {
     if (rank == MPI_ANY_SOURCE) return MSC_PEER_ANY;
     if (rank == MPI_PROC_NULL) return MSC_PEER_PROC_NULL;
@@ -245,7 +248,7 @@ static inline int32_t msc_world_rank(uint16_t c, int rank)
     return msc_translate(m->ranks, m->size, rank);
 }
 
-static inline int32_t msc_world_root(uint16_t c, int root)
+MSC_HOT int32_t msc_world_root(uint16_t c, int root)
 {
     if (root == MPI_ROOT) return MSC_PEER_ROOT;
     return msc_world_rank(c, root);
@@ -258,7 +261,7 @@ static inline int msc_is_root(uint16_t c, int root)
     return root == msc_comms[c].my_rank;
 }
 
-static inline int32_t msc_tag(int tag)
+MSC_HOT int32_t msc_tag(int tag)
 {
     return tag == MPI_ANY_TAG ? MSC_TAG_ANY : tag;
 }
@@ -268,7 +271,7 @@ extern int msc_fast_types, msc_fast_status;
 void msc_fast_paths_init(void);
 
 /* Size of a predefined MPICH datatype from its handle, 0 if not one. */
-static inline uint32_t msc_builtin_size(MPI_Datatype dt)
+MSC_HOT uint32_t msc_builtin_size(MPI_Datatype dt)
 {
 #ifdef MPICH_NUMVERSION
     uint32_t h = (uint32_t)(uintptr_t)dt;
@@ -280,7 +283,7 @@ static inline uint32_t msc_builtin_size(MPI_Datatype dt)
 }
 
 /* The byte count a status holds, read in place (only when msc_fast_status). */
-static inline uint64_t msc_status_count(const MPI_Status *st)
+MSC_HOT uint64_t msc_status_count(const MPI_Status *st)
 {
 #if defined(MPICH_NUMVERSION)
     return (uint64_t)(uint32_t)st->count_lo | ((uint64_t)((uint32_t)st->count_hi_and_cancelled >> 1) << 32);
@@ -292,7 +295,7 @@ static inline uint64_t msc_status_count(const MPI_Status *st)
 #endif
 }
 
-static inline uint64_t msc_bytes(int64_t count, MPI_Datatype dt)
+MSC_HOT uint64_t msc_bytes(int64_t count, MPI_Datatype dt)
 {
     int size = 0;
     if (count <= 0 || dt == MPI_DATATYPE_NULL) return 0;
@@ -345,7 +348,7 @@ MSC_COUNT_HELPERS(_count, MPI_Count)
 #define msc_degwbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_outdeg(c))
 #define msc_mybytes(c, counts, dt) MSC_BY_COUNT(msc_mybytes, counts)(c, counts, dt)
 
-static inline uint64_t msc_status_bytes(const MPI_Status *st)
+MSC_HOT uint64_t msc_status_bytes(const MPI_Status *st)
 {
     if (MSC_LIKELY(msc_fast_status)) return msc_status_count(st);
     MPI_Count n = 0;
@@ -354,7 +357,7 @@ static inline uint64_t msc_status_bytes(const MPI_Status *st)
 }
 
 /* The actual envelope of a received (or probed) message, from its status. */
-static inline void msc_status_envelope(struct msc_rec *r, uint16_t c, const MPI_Status *st)
+MSC_HOT void msc_status_envelope(struct msc_rec *r, uint16_t c, const MPI_Status *st)
 {
     r->peer = msc_world_rank(c, st->MPI_SOURCE);
     r->tag = st->MPI_SOURCE == MPI_PROC_NULL ? MSC_TAG_NONE : st->MPI_TAG;
