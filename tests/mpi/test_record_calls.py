@@ -129,10 +129,15 @@ def test_point_to_point_modes(run_traced, any_mpi):
     assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
     per_tag = dict(m.group_by("tag").len().iter_rows())
     # tags of p2pmodes.c: one message each, Sendrecv (and the zero-byte sync) both ways, persistent 3 rounds
-    assert per_tag == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 6, 7: 1, 8: 1, 9: 1, 10: 1, 11: 1, 12: 1, 13: 1, 14: 1, 99: 2}
+    assert per_tag == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 6, 7: 1, 8: 1, 9: 1, 10: 1, 11: 1, 12: 1, 13: 1, 14: 1, 15: 1,
+                       99: 2}
     assert set(zip(m["src"], m["dst"])) == {(0, 1), (1, 0)}
-    assert (m.filter(pl.col("tag") != 99)["bytes"] == 16 * INT).all()
+    assert (m.filter(~pl.col("tag").is_in([15, 99]))["bytes"] == 16 * INT).all()
     ev = t.events().collect()
+    # a derived datatype's size, and the bytes that came rather than the room the receive gave
+    derived = ev.filter(pl.col("tag") == 15).sort("rank")
+    assert derived["call"].to_list() == ["MPI_Send", "MPI_Recv"] and derived["bytes"].to_list() == [96, 96]
+    assert m.filter(pl.col("tag") == 15)["bytes"].to_list() == [96]
     # MPI_PROC_NULL: recorded, no peer, no message
     proc_null = by_call(ev, "MPI_Send").filter(pl.col("peer").is_null())
     assert proc_null.height == 2

@@ -1,12 +1,13 @@
 /* Point-to-point in all its forms, rank 0 <-> rank 1 (2 ranks or more; the
  * others only join the barriers). Every message is COUNT ints; tags say
- * which form sent it (see TAG_*). */
+ * which form sent it (see TAG_*), but TAG_DERIVED: a derived datatype (96
+ * bytes) received into a larger buffer. */
 #include <mpi.h>
 #include <stdlib.h>
 
 #define COUNT 16
 enum { TAG_B = 1, TAG_S, TAG_R, TAG_SR, TAG_SRR, TAG_P, TAG_PROBE, TAG_IPROBE, TAG_MPROBE, TAG_IMPROBE,
-       TAG_ANY, TAG_SOME, TAG_TESTALL, TAG_ISSEND };
+       TAG_ANY, TAG_SOME, TAG_TESTALL, TAG_ISSEND, TAG_DERIVED };
 
 int main(int argc, char **argv)
 {
@@ -79,6 +80,14 @@ int main(int argc, char **argv)
             while (!flag) MPI_Testall(1, req, &flag, MPI_STATUSES_IGNORE);
             MPI_Recv(b, COUNT, MPI_INT, peer, TAG_ISSEND, MPI_COMM_WORLD, &st);
         }
+        /* 2 x (3 blocks of 2 doubles): 96 bytes, received with room for 384 */
+        double d[48] = {0};
+        MPI_Datatype vec;
+        MPI_Type_vector(3, 2, 4, MPI_DOUBLE, &vec);
+        MPI_Type_commit(&vec);
+        if (rank == 0) MPI_Send(d, 2, vec, peer, TAG_DERIVED, MPI_COMM_WORLD);
+        else MPI_Recv(d, 48, MPI_DOUBLE, peer, TAG_DERIVED, MPI_COMM_WORLD, &st);
+        MPI_Type_free(&vec);
         /* MPI_PROC_NULL: no message */
         MPI_Send(a, COUNT, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
     }
