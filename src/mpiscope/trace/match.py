@@ -1,4 +1,4 @@
-"""Point-to-point matching and collective grouping, vectorised.
+"""Point-to-point matching (in native/kernels/merge/match.c) and collective grouping.
 
 Messages: MPI's non-overtaking rule says that two messages with the same
 (communicator, source, destination, tag) are received in the order they were
@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from mpiscope.trace import native
+
 
 @dataclass
 class Side:
@@ -37,36 +39,10 @@ class Side:
 
 
 def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
-    """Indices (into sends, into recvs) of the matched pairs, in envelope order."""
-    n_s = sends.size
-
-    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.concatenate([a, b])
-
-    env = (cat(sends.comm, recvs.comm).astype(np.int64) << 40) | (cat(sends.src, recvs.src).astype(np.int64) << 20) \
-        | cat(sends.dst, recvs.dst).astype(np.int64)
-    df = pl.DataFrame({"env": env, "tag": cat(sends.tag, recvs.tag).astype(np.int64),
-                       "side": np.r_[np.zeros(n_s, np.int8), np.ones(recvs.size, np.int8)],
-                       "t": cat(sends.posted, recvs.posted), "ev": cat(sends.event, recvs.event),
-                       "i": np.r_[np.arange(n_s), np.arange(recvs.size)]})
-    s = df.sort("env", "tag", "side", "t", "ev")
-    env_s, tag_s, side_s = s["env"].to_numpy(), s["tag"].to_numpy(), s["side"].to_numpy()
-    idx_s = s["i"].to_numpy()
-    n = env_s.size
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    new_group = np.r_[True, (env_s[1:] != env_s[:-1]) | (tag_s[1:] != tag_s[:-1])]
-    group = np.cumsum(new_group) - 1
-    new_run = new_group | np.r_[True, side_s[1:] != side_s[:-1]]
-    run_start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
-    k = np.arange(n) - run_start
-    n_groups = int(group[-1]) + 1
-    sends_in = np.bincount(group, weights=(side_s == 0), minlength=n_groups).astype(np.int64)
-    recvs_in = np.bincount(group, weights=(side_s == 1), minlength=n_groups).astype(np.int64)
-    take_s = (side_s == 0) & (k < recvs_in[group])
-    take_r = (side_s == 1) & (k < sends_in[group])
-    # both selections are in (group, k) order, so they pair up elementwise
-    return idx_s[take_s], idx_s[take_r]
+    """Indices (into sends, into recvs) of the matched pairs, in envelope order
+    (communicator, source, destination, tag), then posting order (time, event)."""
+    return native.match([sends.comm, sends.src, sends.dst, sends.tag], sends.posted, sends.event,
+                        [recvs.comm, recvs.src, recvs.dst, recvs.tag], recvs.posted, recvs.event)
 
 
 def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,171 @@
+/* Raw records of all rank files -> the merge's per-record columns, in the
+ * layout trace/columns.py documents: grouped by rank, then thread, in
+ * recording order. The records are read once from the mapped files, by
+ * `workers` threads each filling a contiguous range of blocks; a second,
+ * sequential pass ties sub-records to their call and numbers the events.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge.h"
+#include "record.h"
+
+#define MSM_MAX_WORKERS 16
+
+/* Ticks -> ns on rank 0's clock. The arithmetic is clocks.py's, operation
+ * for operation in double, with rint's ties-to-even, so that the times equal
+ * what the NumPy formulation gave. */
+static int64_t global_ns(const struct msm_clock *c, uint64_t ticks)
+{
+    /* unsigned difference: ticks before the reference wrap as NumPy's int64 does */
+    int64_t dt = (int64_t)(ticks - (uint64_t)c->tick_ref);
+    int64_t local = c->ns_ref + (int64_t)rint((double)dt * c->ns_per_tick);
+    double offset = c->drift != 0.0 ? c->offset_ns + ((double)local - c->offset_at_ns) * c->drift : c->offset_ns;
+    return local - (int64_t)rint(offset);
+}
+
+struct work {
+    const struct msm_block *blocks;
+    int64_t first, last;   /* block range */
+    int64_t row;           /* output row of the first record */
+    const struct msm_clock *clocks;
+    const struct msm_tables *tab;
+    const struct msm_columns *out;
+};
+
+static int64_t dense_comm(const struct msm_tables *tab, int32_t rank, uint16_t local)
+{
+    if (tab->lut_size == 0 || rank < 0 || local >= tab->comm_width)
+        return -1;
+    int64_t at = (int64_t)rank * tab->comm_width;
+    return at < tab->lut_size ? tab->comm_lut[at + local] : -1;
+}
+
+static void fill_block(const struct work *w, const struct msm_block *b, int64_t row)
+{
+    const struct msc_rec *r = b->recs;
+    const struct msm_columns *o = w->out;
+    const struct msm_clock *c = &w->clocks[b->clock];
+    for (int64_t k = 0; k < b->n; k++, r++) {
+        int64_t i = row + k;
+        o->rank[i] = b->rank;
+        o->thread[i] = b->thread;
+        o->call[i] = r->call;
+        o->role[i] = w->tab->role_of_call[r->call];
+        o->starts[i] = w->tab->starts_of_call[r->call];
+        o->t_enter[i] = global_ns(c, r->t_enter);
+        o->t_leave[i] = r->t_leave ? global_ns(c, r->t_leave) : -1;  /* 0: the call never returned */
+        o->bytes[i] = (int64_t)r->bytes;
+        o->callsite[i] = r->callsite;
+        o->req[i] = r->req & 0x7fffffffu;
+        o->immediate[i] = (r->req & 0x80000000u) != 0;  /* MPI returned a complete, shared request */
+        o->peer[i] = r->peer;
+        o->tag[i] = r->tag;
+        o->comm[i] = dense_comm(w->tab, b->rank, r->comm);
+    }
+}
+
+static void *fill_range(void *arg)
+{
+    const struct work *w = arg;
+    int64_t row = w->row;
+    for (int64_t b = w->first; b < w->last; b++) {
+        fill_block(w, &w->blocks[b], row);
+        row += w->blocks[b].n;
+    }
+    return NULL;
+}
+
+struct call_key {
+    int32_t rank;
+    int64_t t_enter;
+    int64_t index;
+};
+
+static int by_rank_time(const void *pa, const void *pb)
+{
+    const struct call_key *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->t_enter != b->t_enter)
+        return a->t_enter < b->t_enter ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Events of several threads interleave: number them in (rank, t_enter) order. */
+static int number_by_time(const struct msm_columns *o, int64_t n, int64_t first_call_id)
+{
+    int64_t ncalls = 0;
+    for (int64_t i = 0; i < n; i++)
+        ncalls += o->call[i] >= first_call_id;
+    struct call_key *keys = malloc((size_t)(ncalls ? ncalls : 1) * sizeof *keys);
+    if (!keys)
+        return -1;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (o->call[i] >= first_call_id)
+            keys[k++] = (struct call_key){o->rank[i], o->t_enter[i], i};
+    qsort(keys, (size_t)ncalls, sizeof *keys, by_rank_time);
+    for (k = 0; k < ncalls; k++)
+        o->event[keys[k].index] = k;
+    free(keys);
+    return 0;
+}
+
+/* Sub-records follow their call in the same thread's stream (a block marker
+ * may sit in between; it is a sub-record too). With one thread per rank,
+ * recording order is (rank, t_enter) order and numbers the events. */
+static int parents_and_events(const struct msm_columns *o, int64_t n, int64_t first_call_id)
+{
+    int64_t last = -1, next_event = 0;
+    int threaded = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || o->rank[i] != o->rank[i - 1] || o->thread[i] != o->thread[i - 1])
+            last = -1;
+        threaded |= o->thread[i] != 0;
+        o->event[i] = -1;
+        if (o->call[i] >= first_call_id) {
+            last = i;
+            o->event[i] = next_event++;
+        }
+        o->parent[i] = last;
+    }
+    return threaded ? number_by_time(o, n, first_call_id) : 0;
+}
+
+int msm_columns(const struct msm_block *blocks, int64_t nblocks, const struct msm_clock *clocks,
+                const struct msm_tables *tab, int32_t workers, const struct msm_columns *out)
+{
+    int64_t total = 0;
+    for (int64_t b = 0; b < nblocks; b++)
+        total += blocks[b].n;
+    if (workers < 1)
+        workers = 1;
+    if (workers > MSM_MAX_WORKERS)
+        workers = MSM_MAX_WORKERS;
+    struct work w[MSM_MAX_WORKERS];
+    pthread_t tid[MSM_MAX_WORKERS];
+    int started[MSM_MAX_WORKERS] = {0};
+    /* contiguous block ranges of about total / workers records each */
+    int64_t b = 0, row = 0;
+    for (int k = 0; k < workers; k++) {
+        w[k] = (struct work){blocks, b, b, row, clocks, tab, out};
+        int64_t goal = total * (k + 1) / workers;
+        while (b < nblocks && (row < goal || k == workers - 1)) {
+            row += blocks[b].n;
+            b++;
+        }
+        w[k].last = b;
+    }
+    for (int k = 1; k < workers; k++)
+        started[k] = pthread_create(&tid[k], NULL, fill_range, &w[k]) == 0;
+    for (int k = 0; k < workers; k++)
+        if (k == 0 || !started[k])  /* a thread that could not start: its share runs here */
+            fill_range(&w[k]);
+    for (int k = 1; k < workers; k++)
+        if (started[k])
+            pthread_join(tid[k], NULL);
+    return parents_and_events(out, total, tab->first_call_id);
+}

@@ -1,0 +1,97 @@
+/* Kernels of the trace merge (mpiscope.trace.native binds them with ctypes).
+ *
+ * columns.c  raw records of all rank files -> the merge's per-record columns
+ * links.c    nonblocking starts -> the completion that finished them
+ * match.c    sends <-> receives in MPI's non-overtaking order
+ *
+ * Each replaces a chain of NumPy passes and global sorts over all records
+ * with one or two passes and hash tables; the Python side keeps the column
+ * layouts and dtypes, so the Parquet tables are the same.
+ */
+#ifndef MSM_MERGE_H
+#define MSM_MERGE_H
+
+#include <stdint.h>
+
+#define MSM_API __attribute__((visibility("default")))
+
+/* One block of committed records (struct msc_rec, record.h) of one thread. */
+struct msm_block {
+    const void *recs;
+    int64_t n;
+    int32_t rank;
+    int32_t thread;
+    int32_t clock;   /* index into the clocks array */
+    int32_t unused;
+};
+
+/* Ticks -> ns on rank 0's clock, as trace/clocks.py defines it. */
+struct msm_clock {
+    int64_t tick_ref;
+    int64_t ns_ref;
+    double ns_per_tick;
+    double offset_ns;     /* offset to rank 0 at local time offset_at_ns */
+    double offset_at_ns;
+    double drift;         /* d(offset)/d(local ns); 0: constant offset */
+};
+
+/* The per-record columns (trace/columns.py Records), n rows each. */
+struct msm_columns {
+    int32_t *rank, *thread, *call, *peer, *tag;
+    uint8_t *role, *starts, *immediate;
+    int64_t *t_enter, *t_leave, *bytes, *req, *comm, *parent, *event;
+    uint64_t *callsite;
+};
+
+/* What the column pass needs besides the records. */
+struct msm_tables {
+    const uint8_t *role_of_call;    /* by call id */
+    const uint8_t *starts_of_call;  /* by call id: the call starts a request */
+    int64_t first_call_id;          /* ids below are sub-records of a call */
+    const int64_t *comm_lut;        /* dense comm id at rank * comm_width + local id, -1 unknown */
+    int64_t comm_width;
+    int64_t lut_size;               /* 0: no communicator is known */
+};
+
+/* Open addressing for 64-bit keys; slots with val < 0 are empty. */
+struct msm_map {
+    uint64_t *keys;
+    int64_t *vals;
+    uint64_t mask;
+};
+
+static inline uint64_t msm_hash(uint64_t k)
+{
+    /* murmur3's finaliser: request ids and envelopes are dense small ints */
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
+}
+
+int msm_map_init(struct msm_map *m, int64_t expected);
+void msm_map_free(struct msm_map *m);
+
+/* The slot holding key, or the empty slot where it goes. */
+static inline uint64_t msm_map_slot(const struct msm_map *m, uint64_t key)
+{
+    uint64_t i = msm_hash(key) & m->mask;
+    while (m->vals[i] >= 0 && m->keys[i] != key)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+MSM_API int msm_columns(const struct msm_block *blocks, int64_t nblocks, const struct msm_clock *clocks,
+                        const struct msm_tables *tab, int32_t workers, const struct msm_columns *out);
+
+MSM_API int msm_link_starts(const struct msm_columns *rec, int64_t n, uint8_t role_complete,
+                            uint8_t role_immediate, const int64_t *start, int64_t nstart, int64_t *t_complete,
+                            int64_t *completed_by, int32_t *peer, int32_t *tag, int64_t *bytes);
+
+MSM_API int64_t msm_match(const int64_t *const send_env[4], const int64_t *send_t, const int64_t *send_ev,
+                          int64_t nsend, const int64_t *const recv_env[4], const int64_t *recv_t,
+                          const int64_t *recv_ev, int64_t nrecv, int64_t *si, int64_t *ri);
+
+#endif

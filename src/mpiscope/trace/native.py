@@ -1,0 +1,119 @@
+"""ctypes binding of the merge kernels (native/kernels/merge/*.c, see merge.h).
+
+The kernels write into arrays allocated here, in the dtypes trace/columns.py
+documents, so everything downstream of them is unchanged NumPy/Polars.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import POINTER, c_int32, c_int64, c_uint8, c_void_p
+from functools import cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mpiscope.errors import NativeBuildError
+
+I64 = npt.NDArray[np.int64]
+
+BLOCK_DTYPE = np.dtype([("recs", "<u8"), ("n", "<i8"), ("rank", "<i4"), ("thread", "<i4"), ("clock", "<i4"),
+                        ("unused", "<i4")])
+CLOCK_DTYPE = np.dtype([("tick_ref", "<i8"), ("ns_ref", "<i8"), ("ns_per_tick", "<f8"), ("offset_ns", "<f8"),
+                        ("offset_at_ns", "<f8"), ("drift", "<f8")])
+
+# struct msm_columns: name, dtype, in the struct's order
+COLUMNS = [("rank", np.int32), ("thread", np.int32), ("call", np.int32), ("peer", np.int32), ("tag", np.int32),
+           ("role", np.uint8), ("starts", np.bool_), ("immediate", np.bool_),
+           ("t_enter", np.int64), ("t_leave", np.int64), ("bytes", np.int64), ("req", np.int64),
+           ("comm", np.int64), ("parent", np.int64), ("event", np.int64), ("callsite", np.uint64)]
+
+
+class _Columns(ctypes.Structure):
+    _fields_ = [(name, c_void_p) for name, _ in COLUMNS]
+
+
+class _Tables(ctypes.Structure):
+    _fields_ = [("role_of_call", c_void_p), ("starts_of_call", c_void_p), ("first_call_id", c_int64),
+                ("comm_lut", c_void_p), ("comm_width", c_int64), ("lut_size", c_int64)]
+
+
+@cache
+def _lib() -> ctypes.CDLL:
+    from mpiscope.mpi.find import lib_dir
+
+    path = lib_dir() / "libmpiscope_merge.so"
+    if not path.is_file():
+        raise NativeBuildError(f"{path} is not built; rebuild the native parts: mpiscope doctor --rebuild")
+    lib = ctypes.CDLL(str(path))
+    lib.msm_columns.restype = ctypes.c_int
+    lib.msm_columns.argtypes = [c_void_p, c_int64, c_void_p, POINTER(_Tables), c_int32, POINTER(_Columns)]
+    lib.msm_link_starts.restype = ctypes.c_int
+    lib.msm_link_starts.argtypes = [POINTER(_Columns), c_int64, c_uint8, c_uint8, c_void_p, c_int64] + [c_void_p] * 5
+    lib.msm_match.restype = c_int64
+    lib.msm_match.argtypes = [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int64,
+                              c_void_p, c_void_p]
+    return lib
+
+
+def _p(a: npt.NDArray[Any]) -> int:
+    return int(a.ctypes.data)
+
+
+def _out_of_memory(what: str) -> MemoryError:
+    return MemoryError(f"out of memory in the merge kernel ({what})")
+
+
+def _columns_struct(cols: dict[str, npt.NDArray[Any]]) -> _Columns:
+    return _Columns(*(_p(cols[name]) for name, _ in COLUMNS))
+
+
+def columns(blocks: npt.NDArray[np.void], clocks: npt.NDArray[np.void], role_of_call: npt.NDArray[np.uint8],
+            starts_of_call: npt.NDArray[np.bool_], first_call_id: int,
+            comm_lut: I64, comm_width: int) -> dict[str, npt.NDArray[Any]]:
+    """Per-record columns of all blocks (BLOCK_DTYPE rows; their records must
+    stay mapped during the call), in block order."""
+    n = int(blocks["n"].sum())
+    cols = {name: np.empty(n, dtype) for name, dtype in COLUMNS}
+    role = np.ascontiguousarray(role_of_call, np.uint8)
+    starts = np.ascontiguousarray(starts_of_call, np.uint8)
+    lut = np.ascontiguousarray(comm_lut, np.int64)
+    tables = _Tables(_p(role), _p(starts), first_call_id, _p(lut) if lut.size else None, comm_width, lut.size)
+    workers = min(8, os.cpu_count() or 1)
+    if _lib().msm_columns(_p(blocks), blocks.size, _p(clocks), ctypes.byref(tables), workers,
+                          ctypes.byref(_columns_struct(cols))) != 0:
+        raise _out_of_memory("numbering events")
+    return cols
+
+
+def link_starts(cols: dict[str, npt.NDArray[Any]], start: I64, role_complete: int,
+                role_immediate: int) -> tuple[I64, I64, npt.NDArray[np.int32], npt.NDArray[np.int32], I64]:
+    """(t_complete, completed_by, peer, tag, bytes) of each start (record indices)."""
+    start = np.ascontiguousarray(start, np.int64)
+    k = start.size
+    t_complete, completed_by, nbytes = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
+    peer, tag = np.empty(k, np.int32), np.empty(k, np.int32)
+    if _lib().msm_link_starts(ctypes.byref(_columns_struct(cols)), cols["call"].size, role_complete,
+                              role_immediate, _p(start), k, _p(t_complete), _p(completed_by),
+                              _p(peer), _p(tag), _p(nbytes)) != 0:
+        raise _out_of_memory("linking requests")
+    return t_complete, completed_by, peer, tag, nbytes
+
+
+def match(send_env: list[I64], send_t: I64, send_ev: I64, recv_env: list[I64], recv_t: I64,
+          recv_ev: I64) -> tuple[I64, I64]:
+    """Indices of matched (send, receive) pairs; envelopes are (comm, src, dst, tag)."""
+    se = [np.ascontiguousarray(a, np.int64) for a in send_env]
+    re = [np.ascontiguousarray(a, np.int64) for a in recv_env]
+    st, sv, rt, rv = (np.ascontiguousarray(a, np.int64) for a in (send_t, send_ev, recv_t, recv_ev))
+    m = min(st.size, rt.size)
+    si, ri = np.empty(m, np.int64), np.empty(m, np.int64)
+    senv = (c_void_p * 4)(*(_p(a) for a in se))
+    renv = (c_void_p * 4)(*(_p(a) for a in re))
+    got = _lib().msm_match(senv, _p(st), _p(sv), st.size, renv, _p(rt), _p(rv),
+                           rt.size, _p(si), _p(ri))
+    if got < 0:
+        raise _out_of_memory("matching messages")
+    return si[:got], ri[:got]
