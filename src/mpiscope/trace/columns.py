@@ -48,8 +48,15 @@ class CallTable:
     def enum(self) -> pl.Enum:
         return pl.Enum(sorted({n for n in self.names if n.startswith("MPI_")}))
 
-    def series(self, ids: np.ndarray, name: str = "call") -> pl.Series:
-        return pl.Series(name, self.names).gather(pl.Series(ids.astype(np.int64))).cast(self.enum())
+    def enum_codes(self) -> np.ndarray:
+        """Index in enum() of each call id's name (0 for sub-records, which never become rows)."""
+        index = {n: i for i, n in enumerate(self.enum().categories.to_list())}
+        return np.array([index.get(n, 0) for n in self.names], np.uint32)
+
+    def series(self, codes: np.ndarray, name: str = "call") -> pl.Series:
+        """Calls by their enum_codes(), as the Enum column."""
+        enum = self.enum()
+        return pl.Series(name, enum.categories, dtype=enum).gather(pl.Series(codes))
 
 
 @dataclass
@@ -79,9 +86,10 @@ class Records:
         """The per-record arrays by name, as the kernels take them."""
         return {name: getattr(self, name) for name, _ in native.COLUMNS}
 
-    @property
-    def parent_event(self) -> np.ndarray:
-        return np.where(self.parent >= 0, self.event[np.maximum(self.parent, 0)], -1)
+    def parent_event(self, idx: np.ndarray) -> np.ndarray:
+        """Event id of the call each record idx belongs to, -1 if none."""
+        p = self.parent[idx]
+        return np.where(p >= 0, self.event[np.maximum(p, 0)], -1)
 
     def shift(self, shifts: np.ndarray) -> None:
         """Add a per-rank clock shift (ns) to every time."""

@@ -21,10 +21,11 @@ import pyarrow as pa
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import UsageError
+from mpiscope.trace import native
 from mpiscope.trace import record as R
 from mpiscope.trace.callsites import callsite_column
 from mpiscope.trace.clocks import causality_shifts
-from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
+from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, ROLES, CallTable, Records, build_records
 from mpiscope.trace.match import Side, group_collectives, match_messages
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
 from mpiscope.trace.requests import StartLinks, link_starts, request_key
@@ -45,8 +46,11 @@ def nullable(values: np.ndarray, valid: np.ndarray, name: str) -> pl.Series:
     return pl.Series(name, pl.from_arrow(pa.array(values, mask=~valid)))
 
 
-def _has(rec: Records, *roles: str) -> np.ndarray:
-    return np.isin(rec.role, [ROLE[r] for r in roles])
+def _role_is(role: np.ndarray, *roles: str) -> np.ndarray:
+    """role in roles, through a table over the role codes: one gather (np.isin sorts)."""
+    table = np.zeros(len(ROLES), bool)
+    table[[ROLE[r] for r in roles]] = True
+    return table[role]
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -70,36 +74,37 @@ class P2P:
 
 
 def p2p_sides(rec: Records, links: StartLinks) -> P2P:
-    pe = rec.parent_event
     finished = rec.t_leave >= 0
-    bs = np.flatnonzero(_has(rec, "send") & (rec.peer >= 0) & finished)
-    nb = _has(rec, "isend", "psend", "isendrecv")[links.index] & (rec.peer[links.index] >= 0)
-    ns = links.select(nb)
+    has_peer = rec.peer >= 0
+    start_role = rec.role[links.index]
+    bs = np.flatnonzero(_role_is(rec.role, "send") & has_peer & finished)
+    ns = links.select(_role_is(start_role, "isend", "psend", "isendrecv") & has_peer[links.index])
     si = ns.index
     sends = Side(np.r_[rec.comm[bs], rec.comm[si]], np.r_[rec.rank[bs], rec.rank[si]],
                  np.r_[rec.peer[bs], rec.peer[si]], np.r_[rec.tag[bs], rec.tag[si]],
-                 np.r_[rec.t_enter[bs], rec.t_enter[si]], np.r_[pe[bs], pe[si]])
+                 np.r_[rec.t_enter[bs], rec.t_enter[si]], np.r_[rec.parent_event(bs), rec.parent_event(si)])
     send_bytes = np.r_[rec.bytes[bs], rec.bytes[si]]
     send_leave = np.r_[rec.t_leave[bs], ns.t_complete]
 
-    br = np.flatnonzero(_has(rec, "recv", "recv_part") & (rec.peer >= 0) & finished)
-    nr = links.select(_has(rec, "irecv", "precv", "isendrecv")[links.index] & (links.peer >= 0))
+    br = np.flatnonzero(_role_is(rec.role, "recv", "recv_part") & has_peer & finished)
+    nr = links.select(_role_is(start_role, "irecv", "precv", "isendrecv") & (links.peer >= 0))
     ri = nr.index
     # Matched probes take the message off the queue; Mrecv, or Imrecv's
     # request, delivers it.
-    pr = np.flatnonzero(_has(rec, "mprobe") & (rec.peer >= 0) & (rec.req != 0) & finished)
+    pr = np.flatnonzero(_role_is(rec.role, "mprobe") & has_peer & (rec.req != 0) & finished)
 
     def key(idx: np.ndarray) -> np.ndarray:
         return request_key(rec, idx)
 
-    mrecv = np.flatnonzero(_has(rec, "mrecv") & finished)
-    imrecv = links.select(_has(rec, "imrecv")[links.index])
+    mrecv = np.flatnonzero(_role_is(rec.role, "mrecv") & finished)
+    imrecv = links.select(_role_is(start_role, "imrecv"))
     t_m = _lookup(key(mrecv), rec.t_leave[mrecv], key(pr))
     t_i = _lookup(key(imrecv.index), imrecv.t_complete, key(pr))
     probe_leave = np.where(t_m >= 0, t_m, t_i)
     recvs = Side(np.r_[rec.comm[br], rec.comm[ri], rec.comm[pr]], np.r_[rec.peer[br], nr.peer, rec.peer[pr]],
                  np.r_[rec.rank[br], rec.rank[ri], rec.rank[pr]], np.r_[rec.tag[br], nr.tag, rec.tag[pr]],
-                 np.r_[rec.t_enter[br], rec.t_enter[ri], rec.t_enter[pr]], np.r_[pe[br], pe[ri], pe[pr]])
+                 np.r_[rec.t_enter[br], rec.t_enter[ri], rec.t_enter[pr]],
+                 np.r_[rec.parent_event(br), rec.parent_event(ri), rec.parent_event(pr)])
     recv_bytes = np.r_[rec.bytes[br], nr.bytes, rec.bytes[pr]]
     recv_leave = np.r_[rec.t_leave[br], nr.t_complete, probe_leave]
     return P2P(sends, send_bytes, send_leave, recvs, recv_bytes, recv_leave)
@@ -127,41 +132,35 @@ def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, f
 
 
 def events_table(rec: Records, links: StartLinks, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
-    idx = np.flatnonzero(rec.call >= FIRST_TABLE_ID)
-    ev_of = rec.event[idx]
-    if ev_of.size and not (np.diff(ev_of) > 0).all():  # several threads: events interleave
-        idx = idx[np.argsort(ev_of)]
-    on_calls = rec.call[links.index] >= FIRST_TABLE_ID
-    t_complete = np.full(rec.call.size, -1, np.int64)
-    completed_by = np.full(rec.call.size, -1, np.int64)
-    t_complete[links.index[on_calls]] = links.t_complete[on_calls]
-    completed_by[links.index[on_calls]] = links.completed_by[on_calls]
-    role, peer, tag = rec.role[idx], rec.peer[idx], rec.tag[idx]
+    nevents = int(np.count_nonzero(rec.call >= FIRST_TABLE_ID))
+    e = native.events(rec.columns(), nevents, calls.enum_codes(), links.index, links.t_complete,
+                      links.completed_by)
+    role, peer, tag = e["role"], e["peer"], e["tag"]
     coll = role == ROLE["coll"]
-    numbered = coll | np.isin(role, [ROLE["create"], ROLE["create_win"]])
-    t_leave, tc = rec.t_leave[idx], t_complete[idx]
-    comm, req = rec.comm[idx], rec.req[idx]
+    numbered = coll | _role_is(role, "create", "create_win")
+    t_leave, tc, cb, comm, req = e["t_leave"], e["t_complete"], e["completed_by"], e["comm"], e["req"]
     return pl.DataFrame([
-        pl.Series("event", rec.event[idx]), pl.Series("rank", rec.rank[idx]), pl.Series("thread", rec.thread[idx]),
-        calls.series(rec.call[idx]),
-        pl.Series("t_enter_ns", rec.t_enter[idx]),
+        pl.Series("event", e["event"]), pl.Series("rank", e["rank"]), pl.Series("thread", e["thread"]),
+        calls.series(e["call"]),
+        pl.Series("t_enter_ns", e["t_enter"]),
         nullable(t_leave, t_leave >= 0, "t_leave_ns"),
         nullable(comm, comm >= 0, "comm"),
         nullable(peer, ~coll & (peer >= 0), "peer"),
         nullable(tag, ~numbered & (tag > R.TAG_ANY), "tag"),
-        pl.Series("bytes", rec.bytes[idx]),
+        pl.Series("bytes", e["bytes"]),
         nullable(peer, coll & (peer >= 0), "root"),
         nullable(req, req != 0, "request"),
         nullable(tc, tc >= 0, "t_complete_ns"),
-        nullable(completed_by[idx], completed_by[idx] >= 0, "completed_by"),
+        nullable(cb, cb >= 0, "completed_by"),
         nullable(tag, numbered, "seq"),
-        callsite_column(trace_dir, rec.rank[idx], rec.callsite[idx]),
+        callsite_column(trace_dir, e["rank"], e["callsite"]),
     ])
 
 
 def collectives_table(ev: pl.DataFrame, comms: pl.DataFrame, calls: CallTable) -> tuple[pl.DataFrame, pl.DataFrame]:
     coll_calls = [n for i, n in enumerate(calls.names) if calls.role[i] == ROLE["coll"]]
-    rows = ev.filter(pl.col("call").cast(pl.Utf8).is_in(coll_calls) & pl.col("comm").is_not_null()).select(
+    is_coll = pl.col("call").is_in(pl.Series(coll_calls, dtype=calls.enum()))  # on the Enum's codes
+    rows = ev.filter(is_coll & pl.col("comm").is_not_null()).select(
         "event", "comm", "seq", "call", "root", "bytes", "t_enter_ns",
         pl.coalesce("t_complete_ns", "t_leave_ns").alias("t_done_ns"))
     inst = group_collectives(rows, comms.select("comm", "comm_size"))

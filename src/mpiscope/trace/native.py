@@ -40,6 +40,22 @@ class _Tables(ctypes.Structure):
                 ("comm_lut", c_void_p), ("comm_width", c_int64), ("lut_size", c_int64)]
 
 
+# struct msm_events, in the struct's order
+EVENT_COLUMNS = [("event", np.int64), ("t_enter", np.int64), ("t_leave", np.int64), ("comm", np.int64),
+                 ("bytes", np.int64), ("req", np.int64), ("t_complete", np.int64), ("completed_by", np.int64),
+                 ("rank", np.int32), ("thread", np.int32), ("peer", np.int32), ("tag", np.int32),
+                 ("call", np.uint32), ("role", np.uint8), ("callsite", np.uint64)]
+
+
+class _Events(ctypes.Structure):
+    _fields_ = [(name, c_void_p) for name, _ in EVENT_COLUMNS]
+
+
+class _EventInputs(ctypes.Structure):
+    _fields_ = [("nevents", c_int64), ("call_code", c_void_p), ("link_index", c_void_p),
+                ("link_t_complete", c_void_p), ("link_completed_by", c_void_p), ("nlinks", c_int64)]
+
+
 @cache
 def _lib() -> ctypes.CDLL:
     from mpiscope.mpi.find import lib_dir
@@ -55,6 +71,10 @@ def _lib() -> ctypes.CDLL:
     lib.msm_match.restype = c_int64
     lib.msm_match.argtypes = [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int64,
                               c_void_p, c_void_p]
+    lib.msm_events.restype = ctypes.c_int
+    lib.msm_events.argtypes = [POINTER(_Columns), c_int64, POINTER(_EventInputs), POINTER(_Events)]
+    lib.msm_factorize.restype = c_int64
+    lib.msm_factorize.argtypes = [c_void_p, c_int64, c_void_p, c_void_p]
     return lib
 
 
@@ -117,3 +137,27 @@ def match(send_env: list[I64], send_t: I64, send_ev: I64, recv_env: list[I64], r
     if got < 0:
         raise _out_of_memory("matching messages")
     return si[:got], ri[:got]
+
+
+def events(cols: dict[str, npt.NDArray[Any]], nevents: int, call_code: npt.NDArray[np.uint32], link_index: I64,
+           link_t_complete: I64, link_completed_by: I64) -> dict[str, npt.NDArray[Any]]:
+    """The events table's rows (one per call record, row = event id) as arrays;
+    t_complete and completed_by are -1 where the row is no linked start."""
+    out = {name: np.empty(nevents, dtype) for name, dtype in EVENT_COLUMNS}
+    code = np.ascontiguousarray(call_code, np.uint32)
+    links = [np.ascontiguousarray(a, np.int64) for a in (link_index, link_t_complete, link_completed_by)]
+    inputs = _EventInputs(nevents, _p(code), *(_p(a) for a in links), links[0].size)
+    if _lib().msm_events(ctypes.byref(_columns_struct(cols)), cols["call"].size, ctypes.byref(inputs),
+                         ctypes.byref(_Events(*(_p(out[name]) for name, _ in EVENT_COLUMNS)))) != 0:
+        raise ValueError("event ids are not dense; the column kernel and the events kernel disagree")
+    return out
+
+
+def factorize(key: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int32], I64]:
+    """(code of each key, first row of each code), codes by first appearance."""
+    key = np.ascontiguousarray(key, np.uint64)
+    code, first = np.empty(key.size, np.int32), np.empty(key.size, np.int64)
+    distinct = _lib().msm_factorize(_p(key), key.size, _p(code), _p(first))
+    if distinct < 0:
+        raise _out_of_memory("factorising call sites")
+    return code, first[:distinct]

@@ -3,6 +3,7 @@
  * columns.c  raw records of all rank files -> the merge's per-record columns
  * links.c    nonblocking starts -> the completion that finished them
  * match.c    sends <-> receives in MPI's non-overtaking order
+ * events.c   the rows of events.parquet, and call-site codes
  *
  * Each replaces a chain of NumPy passes and global sorts over all records
  * with one or two passes and hash tables; the Python side keeps the column
@@ -41,6 +42,24 @@ struct msm_columns {
     uint8_t *role, *starts, *immediate;
     int64_t *t_enter, *t_leave, *bytes, *req, *comm, *parent, *event;
     uint64_t *callsite;
+};
+
+/* The rows of events.parquet (one per call record, in event order). */
+struct msm_events {
+    int64_t *event, *t_enter, *t_leave, *comm, *bytes, *req, *t_complete, *completed_by;
+    int32_t *rank, *thread, *peer, *tag;
+    uint32_t *call;     /* index of the call's name in the events' Enum */
+    uint8_t *role;
+    uint64_t *callsite;
+};
+
+struct msm_event_inputs {
+    int64_t nevents;
+    const uint32_t *call_code;      /* Enum index by call id */
+    const int64_t *link_index;      /* nonblocking starts (records) and their completion */
+    const int64_t *link_t_complete;
+    const int64_t *link_completed_by;
+    int64_t nlinks;
 };
 
 /* What the column pass needs besides the records. */
@@ -93,5 +112,12 @@ MSM_API int msm_link_starts(const struct msm_columns *rec, int64_t n, uint8_t ro
 MSM_API int64_t msm_match(const int64_t *const send_env[4], const int64_t *send_t, const int64_t *send_ev,
                           int64_t nsend, const int64_t *const recv_env[4], const int64_t *recv_t,
                           const int64_t *recv_ev, int64_t nrecv, int64_t *si, int64_t *ri);
+
+MSM_API int msm_events(const struct msm_columns *rec, int64_t n, const struct msm_event_inputs *in,
+                       const struct msm_events *out);
+
+/* Dense codes of keys by first appearance; first[c] = first row of code c.
+ * Returns the number of distinct keys, -1 when out of memory. */
+MSM_API int64_t msm_factorize(const uint64_t *key, int64_t n, int32_t *code, int64_t *first);
 
 #endif
