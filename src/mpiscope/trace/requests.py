@@ -27,14 +27,10 @@ class StartLinks:
     tag: np.ndarray
     bytes: np.ndarray
 
-    def select(self, mask: np.ndarray) -> StartLinks:
-        return StartLinks(*(a[mask] for a in (self.index, self.t_complete, self.completed_by, self.peer,
-                                               self.tag, self.bytes)))
-
-
-def request_key(rec: Records, idx: np.ndarray) -> np.ndarray:
-    """(rank, request id) of records as one int64: request ids are rank-local."""
-    return np.asarray(rec.rank[idx].astype(np.int64) << 32 | rec.req[idx])
+    def columns(self) -> dict[str, np.ndarray]:
+        """The arrays by name, as the kernels take them."""
+        return {"index": self.index, "t_complete": self.t_complete, "completed_by": self.completed_by,
+                "peer": self.peer, "tag": self.tag, "bytes": self.bytes}
 
 
 def link_starts(rec: Records) -> StartLinks:

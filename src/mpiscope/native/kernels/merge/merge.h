@@ -4,6 +4,7 @@
  * links.c    nonblocking starts -> the completion that finished them
  * match.c    sends <-> receives in MPI's non-overtaking order
  * events.c   the rows of events.parquet, and call-site codes
+ * p2p.c      the send and receive sides of point-to-point traffic
  *
  * Each replaces a chain of NumPy passes and global sorts over all records
  * with one or two passes and hash tables; the Python side keeps the column
@@ -62,6 +63,30 @@ struct msm_event_inputs {
     int64_t nlinks;
 };
 
+/* What a role means for point-to-point traffic (bits of kind_of_role). */
+enum {
+    MSM_SEND = 1,      /* blocking send, Sendrecv's send half */
+    MSM_NB_SEND = 2,   /* nonblocking or persistent send start */
+    MSM_RECV = 4,      /* blocking receive, Sendrecv's receive part */
+    MSM_NB_RECV = 8,   /* nonblocking or persistent receive start */
+    MSM_MPROBE = 16,   /* matched probe */
+    MSM_MRECV = 32,    /* Mrecv */
+    MSM_IMRECV = 64,   /* Imrecv start */
+};
+
+/* One side of point-to-point traffic: sends (src = rank) or receives (dst = rank). */
+struct msm_side {
+    int64_t *comm, *posted, *event, *bytes, *leave;
+    int32_t *src, *dst, *tag;
+};
+
+/* Nonblocking starts and their completions (requests.py StartLinks). */
+struct msm_links {
+    const int64_t *index, *t_complete, *bytes;
+    const int32_t *peer, *tag;
+    int64_t n;
+};
+
 /* What the column pass needs besides the records. */
 struct msm_tables {
     const uint8_t *role_of_call;    /* by call id */
@@ -112,6 +137,11 @@ MSM_API int msm_link_starts(const struct msm_columns *rec, int64_t n, uint8_t ro
 MSM_API int64_t msm_match(const int64_t *const send_env[4], const int64_t *send_t, const int64_t *send_ev,
                           int64_t nsend, const int64_t *const recv_env[4], const int64_t *recv_t,
                           const int64_t *recv_ev, int64_t nrecv, int64_t *si, int64_t *ri);
+
+/* counts = (sends, receives); with sends or recvs NULL, only counts. */
+MSM_API int msm_p2p(const struct msm_columns *rec, int64_t n, const uint8_t *kind_of_role,
+                    const struct msm_links *links, int64_t counts[2], const struct msm_side *sends,
+                    const struct msm_side *recvs);
 
 MSM_API int msm_events(const struct msm_columns *rec, int64_t n, const struct msm_event_inputs *in,
                        const struct msm_events *out);
