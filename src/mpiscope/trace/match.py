@@ -21,6 +21,8 @@ import numpy as np
 import polars as pl
 
 from mpiscope.trace import native
+from mpiscope.trace.columns import ROLE, ROLES, Records
+from mpiscope.trace.requests import StartLinks
 
 
 @dataclass
@@ -36,6 +38,30 @@ class Side:
     @property
     def size(self) -> int:
         return int(self.comm.size)
+
+
+@dataclass
+class P2P:
+    sends: Side
+    send_bytes: np.ndarray
+    send_leave: np.ndarray
+    recvs: Side
+    recv_bytes: np.ndarray
+    recv_leave: np.ndarray
+
+
+# merge.h's MSM_* bits: what each role is for point-to-point traffic
+_P2P_KINDS = {1: ("send",), 2: ("isend", "psend", "isendrecv"), 4: ("recv", "recv_part"),
+              8: ("irecv", "precv", "isendrecv"), 16: ("mprobe",), 32: ("mrecv",), 64: ("imrecv",)}
+
+
+def p2p_sides(rec: Records, links: StartLinks) -> P2P:
+    kind = np.zeros(len(ROLES), np.uint8)
+    for bit, roles in _P2P_KINDS.items():
+        kind[[ROLE[r] for r in roles]] |= bit
+    s, r = native.p2p(rec.columns(), kind, links.columns())
+    return P2P(Side(s["comm"], s["src"], s["dst"], s["tag"], s["posted"], s["event"]), s["bytes"], s["leave"],
+               Side(r["comm"], r["src"], r["dst"], r["tag"], r["posted"], r["event"]), r["bytes"], r["leave"])
 
 
 def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:

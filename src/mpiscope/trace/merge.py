@@ -1,6 +1,7 @@
 """Per-rank raw files -> events / messages / collectives / comms Parquet tables.
 
-Everything is column-wise (NumPy, Polars); no Python loop runs per event.
+The per-record work runs in C kernels (trace/native.py), the rest column-wise
+in NumPy and Polars; no Python loop runs per event.
 Tables are written through temporary files and renamed, so a failed merge
 leaves any earlier tables intact.
 """
@@ -22,14 +23,13 @@ import pyarrow.parquet as pq
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import UsageError
-from mpiscope.trace import native
 from mpiscope.trace import record as R
-from mpiscope.trace.callsites import callsite_column
 from mpiscope.trace.clocks import causality_shifts
-from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, ROLES, CallTable, Records, build_records
-from mpiscope.trace.match import Side, group_collectives, match_messages
+from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records
+from mpiscope.trace.match import P2P, match_messages, p2p_sides
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
 from mpiscope.trace.requests import StartLinks, link_starts
+from mpiscope.trace.tables import Rows, collectives_table, event_rows, events_frame, messages_table, shift_rows
 
 
 @dataclass
@@ -41,99 +41,6 @@ class MergeResult:
     unmatched_recvs: int
     seconds: float
     warnings: list[str] = field(default_factory=list)
-
-
-def nullable(values: np.ndarray, valid: np.ndarray, name: str) -> pl.Series:
-    return pl.Series(name, pl.from_arrow(pa.array(values, mask=~valid)))
-
-
-def _role_is(role: np.ndarray, *roles: str) -> np.ndarray:
-    """role in roles, through a table over the role codes: one gather (np.isin sorts)."""
-    table = np.zeros(len(ROLES), bool)
-    table[[ROLE[r] for r in roles]] = True
-    return table[role]
-
-
-@dataclass
-class P2P:
-    sends: Side
-    send_bytes: np.ndarray
-    send_leave: np.ndarray
-    recvs: Side
-    recv_bytes: np.ndarray
-    recv_leave: np.ndarray
-
-
-# merge.h's MSM_* bits: what each role is for point-to-point traffic
-_P2P_KINDS = {1: ("send",), 2: ("isend", "psend", "isendrecv"), 4: ("recv", "recv_part"),
-              8: ("irecv", "precv", "isendrecv"), 16: ("mprobe",), 32: ("mrecv",), 64: ("imrecv",)}
-
-
-def p2p_sides(rec: Records, links: StartLinks) -> P2P:
-    kind = np.zeros(len(ROLES), np.uint8)
-    for bit, roles in _P2P_KINDS.items():
-        kind[[ROLE[r] for r in roles]] |= bit
-    s, r = native.p2p(rec.columns(), kind, links.columns())
-    return P2P(Side(s["comm"], s["src"], s["dst"], s["tag"], s["posted"], s["event"]), s["bytes"], s["leave"],
-               Side(r["comm"], r["src"], r["dst"], r["tag"], r["posted"], r["event"]), r["bytes"], r["leave"])
-
-
-def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, feasible: bool) -> pl.DataFrame:
-    s, r = p.sends, p.recvs
-    src_shift, dst_shift = shifts[s.src[si]], shifts[r.dst[ri]]
-    send_leave = p.send_leave[si]
-    recv_leave = p.recv_leave[ri]
-    recv_leave = np.where(recv_leave >= 0, recv_leave + dst_shift, -1)
-    send_enter = s.posted[si] + src_shift
-    if not feasible:  # cyclic violations no rank shift removes: clamp the rest
-        recv_leave = np.where(recv_leave >= 0, np.maximum(recv_leave, send_enter), -1)
-    df = pl.DataFrame({
-        "src": s.src[si], "dst": r.dst[ri], "tag": s.tag[si], "comm": s.comm[si], "bytes": p.send_bytes[si],
-        "recv_bytes": p.recv_bytes[ri], "t_send_enter_ns": send_enter,
-        "t_send_leave_ns": nullable(np.where(send_leave >= 0, send_leave + src_shift, 0), send_leave >= 0,
-                                    "t_send_leave_ns"),
-        "t_recv_enter_ns": r.posted[ri] + dst_shift,
-        "t_recv_leave_ns": nullable(recv_leave, recv_leave >= 0, "t_recv_leave_ns"),
-        "send_event": s.event[si], "recv_event": r.event[ri],
-    })
-    return df.sort("t_send_enter_ns", "send_event")
-
-
-def events_table(rec: Records, links: StartLinks, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
-    nevents = int(np.count_nonzero(rec.call >= FIRST_TABLE_ID))
-    e = native.events(rec.columns(), nevents, calls.enum_codes(), links.index, links.t_complete,
-                      links.completed_by)
-    role, peer, tag = e["role"], e["peer"], e["tag"]
-    coll = role == ROLE["coll"]
-    numbered = coll | _role_is(role, "create", "create_win")
-    t_leave, tc, cb, comm, req = e["t_leave"], e["t_complete"], e["completed_by"], e["comm"], e["req"]
-    return pl.DataFrame([
-        pl.Series("event", e["event"]), pl.Series("rank", e["rank"]), pl.Series("thread", e["thread"]),
-        calls.series(e["call"]),
-        pl.Series("t_enter_ns", e["t_enter"]),
-        nullable(t_leave, t_leave >= 0, "t_leave_ns"),
-        nullable(comm, comm >= 0, "comm"),
-        nullable(peer, ~coll & (peer >= 0), "peer"),
-        nullable(tag, ~numbered & (tag > R.TAG_ANY), "tag"),
-        pl.Series("bytes", e["bytes"]),
-        nullable(peer, coll & (peer >= 0), "root"),
-        nullable(req, req != 0, "request"),
-        nullable(tc, tc >= 0, "t_complete_ns"),
-        nullable(cb, cb >= 0, "completed_by"),
-        nullable(tag, numbered, "seq"),
-        callsite_column(trace_dir, e["rank"], e["callsite"]),
-    ])
-
-
-def collectives_table(ev: pl.DataFrame, comms: pl.DataFrame, calls: CallTable) -> tuple[pl.DataFrame, pl.DataFrame]:
-    coll_calls = [n for i, n in enumerate(calls.names) if calls.role[i] == ROLE["coll"]]
-    is_coll = pl.col("call").is_in(pl.Series(coll_calls, dtype=calls.enum()))  # on the Enum's codes
-    rows = ev.filter(is_coll & pl.col("comm").is_not_null()).select(
-        "event", "comm", "seq", "call", "root", "bytes", "t_enter_ns",
-        pl.coalesce("t_complete_ns", "t_leave_ns").alias("t_done_ns"))
-    inst = group_collectives(rows, comms.select("comm", "comm_size"))
-    of_event = rows.join(inst.select("comm", "seq", "coll_id"), on=["comm", "seq"]).select("event", "coll_id")
-    return inst.drop("seq"), of_event
 
 
 def _unfinished(files: list[RankFile]) -> list[str]:
@@ -188,33 +95,31 @@ def _merge(trace_dir: Path) -> MergeResult:
     nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1)
     links = link_starts(rec)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        # The events table does not wait for matching: clock shifts, rare,
-        # are added to it afterwards. NumPy and Polars release the GIL.
-        events_job = pool.submit(events_table, rec, links, calls, trace_dir)
-        p2p = p2p_sides(rec, links)
-        si, ri = match_messages(p2p.sends, p2p.recvs)
-        done = p2p.recv_leave[ri] >= 0
-        # Clock causality: whole-rank shifts removing any receive-before-send.
-        shifts, feasible = causality_shifts(p2p.sends.src[si][done], p2p.recvs.dst[ri][done],
-                                            p2p.sends.posted[si][done], p2p.recv_leave[ri][done], nranks)
+        # Two cores: matching runs beside the events kernel, and the events
+        # table, whose write takes longest, is written beside the others.
+        # The kernels, NumPy, Polars and pyarrow release the GIL.
+        matched = pool.submit(_match, rec, links, nranks)
+        rows = event_rows(rec, links, calls)
+        p2p, si, ri, shifts, feasible = matched.result()
+        shift_rows(rows, shifts)
+        colls, coll_id = collectives_table(rows, comms, calls)
+        events_written = pool.submit(_write_events, trace_dir, rows, calls, coll_id)
         messages = messages_table(p2p, si, ri, shifts, feasible)
-        ev = _shifted(events_job.result(), shifts)
+        for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
+            _write_one(trace_dir, name, df)
+        events_written.result()
     if shifts.any():
         warnings.append(f"clock correction: {int((shifts > 0).sum())} rank(s) shifted by up to "
                         f"{int(shifts.max())} ns so that no message is received before it was sent")
     if not feasible:
         warnings.append("clock correction: some receive-before-send violations remain (cyclic); clamped")
-    colls, coll_of_event = collectives_table(ev, comms, calls)
-    coll_id = np.full(ev.height, -1, np.int64)
-    coll_id[coll_of_event["event"].to_numpy()] = coll_of_event["coll_id"].to_numpy()
-    ev = ev.with_columns(nullable(coll_id, coll_id >= 0, "coll_id"))
-    _write_tables(trace_dir, {"events": ev, "messages": messages, "collectives": colls, "comms": comms})
+    nevents = int(rows["event"].size)
     unmatched_s, unmatched_r = p2p.sends.size - si.size, p2p.recvs.size - ri.size
     manifest.update({
         "merged": True,
         "merged_by": __version__,
         "ranks": nranks,
-        "counts": {"events": ev.height, "messages": messages.height, "collectives": colls.height,
+        "counts": {"events": nevents, "messages": messages.height, "collectives": colls.height,
                    "unmatched_sends": unmatched_s, "unmatched_recvs": unmatched_r,
                    "dropped": int(sum(int(f.header["dropped"]) for f in files))},
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
@@ -224,19 +129,26 @@ def _merge(trace_dir: Path) -> MergeResult:
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
                   "ranks": [c.to_dict() for c in rec.clocks.values()],
                   "causality_shift_ns": shifts.tolist()},
-        "t0_ns": int(ev["t_enter_ns"].to_numpy().min()) if ev.height else 0,
+        "t0_ns": int(rows["t_enter"].min()) if nevents else 0,
         "warnings": warnings,
     })
     write_manifest(trace_dir, manifest)
-    return MergeResult(ev.height, messages.height, colls.height, unmatched_s, unmatched_r,
+    return MergeResult(nevents, messages.height, colls.height, unmatched_s, unmatched_r,
                        time.perf_counter() - t0, warnings)
 
 
-def _shifted(ev: pl.DataFrame, shifts: np.ndarray) -> pl.DataFrame:
-    if not shifts.any():
-        return ev
-    shift = pl.Series(shifts).gather(ev["rank"].cast(pl.UInt32))
-    return ev.with_columns(*(pl.col(c) + shift for c in ("t_enter_ns", "t_leave_ns", "t_complete_ns")))
+def _match(rec: Records, links: StartLinks, nranks: int) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Matched messages, and the clock shifts (whole ranks) that remove any receive-before-send."""
+    p2p = p2p_sides(rec, links)
+    si, ri = match_messages(p2p.sends, p2p.recvs)
+    done = p2p.recv_leave[ri] >= 0
+    shifts, feasible = causality_shifts(p2p.sends.src[si][done], p2p.recvs.dst[ri][done],
+                                        p2p.sends.posted[si][done], p2p.recv_leave[ri][done], nranks)
+    return p2p, si, ri, shifts, feasible
+
+
+def _write_events(trace_dir: Path, rows: Rows, calls: CallTable, coll_id: np.ndarray) -> None:
+    _write_one(trace_dir, "events", events_frame(rows, calls, trace_dir, coll_id))
 
 
 def _write_parquet(df: pl.DataFrame, path: Path) -> None:
@@ -261,10 +173,3 @@ def _write_one(trace_dir: Path, name: str, df: pl.DataFrame) -> None:
         tmp.unlink(missing_ok=True)
         raise UsageError(f"cannot write {path} ({e.strerror}); free space or make {trace_dir} "
                          f"writable, then run: mpiscope merge {trace_dir}") from e
-
-
-def _write_tables(trace_dir: Path, tables: dict[str, pl.DataFrame]) -> None:
-    """All tables at once (the events table takes most of the time)."""
-    with ThreadPoolExecutor(max_workers=len(tables)) as pool:
-        for job in [pool.submit(_write_one, trace_dir, n, df) for n, df in tables.items()]:
-            job.result()
