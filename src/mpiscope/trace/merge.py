@@ -29,7 +29,7 @@ from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_rec
 from mpiscope.trace.match import P2P, match_messages, p2p_sides
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
 from mpiscope.trace.requests import StartLinks, link_starts
-from mpiscope.trace.tables import Rows, collectives_table, event_rows, events_frame, messages_table, shift_rows
+from mpiscope.trace.tables import collectives_table, event_rows, events_frame, messages_table, nullable, shift_rows
 
 
 @dataclass
@@ -102,8 +102,10 @@ def _merge(trace_dir: Path) -> MergeResult:
         rows = event_rows(rec, links, calls)
         p2p, si, ri, shifts, feasible = matched.result()
         shift_rows(rows, shifts)
+        frame = pool.submit(events_frame, rows, calls, trace_dir)
         colls, coll_id = collectives_table(rows, comms, calls)
-        events_written = pool.submit(_write_events, trace_dir, rows, calls, coll_id)
+        ev = frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id"))
+        events_written = pool.submit(_write_one, trace_dir, "events", ev)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
             _write_one(trace_dir, name, df)
@@ -145,10 +147,6 @@ def _match(rec: Records, links: StartLinks, nranks: int) -> tuple[P2P, np.ndarra
     shifts, feasible = causality_shifts(p2p.sends.src[si][done], p2p.recvs.dst[ri][done],
                                         p2p.sends.posted[si][done], p2p.recv_leave[ri][done], nranks)
     return p2p, si, ri, shifts, feasible
-
-
-def _write_events(trace_dir: Path, rows: Rows, calls: CallTable, coll_id: np.ndarray) -> None:
-    _write_one(trace_dir, "events", events_frame(rows, calls, trace_dir, coll_id))
 
 
 def _write_parquet(df: pl.DataFrame, path: Path) -> None:

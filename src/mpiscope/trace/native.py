@@ -19,6 +19,10 @@ from mpiscope.errors import NativeBuildError
 
 I64 = npt.NDArray[np.int64]
 
+# Threads of the kernels that split their work; capped, since those passes
+# are bound by memory (page faults on fresh output arrays) more than by cores.
+WORKERS = min(4, os.cpu_count() or 1)
+
 BLOCK_DTYPE = np.dtype([("recs", "<u8"), ("n", "<i8"), ("rank", "<i4"), ("thread", "<i4"), ("clock", "<i4"),
                         ("unused", "<i4")])
 CLOCK_DTYPE = np.dtype([("tick_ref", "<i8"), ("ns_ref", "<i8"), ("ns_per_tick", "<f8"), ("offset_ns", "<f8"),
@@ -81,7 +85,8 @@ def _lib() -> ctypes.CDLL:
     lib.msm_columns.restype = ctypes.c_int
     lib.msm_columns.argtypes = [c_void_p, c_int64, c_void_p, POINTER(_Tables), c_int32, POINTER(_Columns)]
     lib.msm_link_starts.restype = ctypes.c_int
-    lib.msm_link_starts.argtypes = [POINTER(_Columns), c_int64, c_uint8, c_uint8, c_void_p, c_int64] + [c_void_p] * 5
+    lib.msm_link_starts.argtypes = [POINTER(_Columns), c_int64, c_uint8, c_uint8, c_void_p, c_int64,
+                                    c_int32] + [c_void_p] * 5
     lib.msm_match.restype = c_int64
     lib.msm_match.argtypes = [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int64,
                               c_void_p, c_void_p]
@@ -89,7 +94,7 @@ def _lib() -> ctypes.CDLL:
     lib.msm_p2p.argtypes = [POINTER(_Columns), c_int64, c_void_p, POINTER(_Links), c_void_p, POINTER(_Side),
                             POINTER(_Side)]
     lib.msm_events.restype = ctypes.c_int
-    lib.msm_events.argtypes = [POINTER(_Columns), c_int64, POINTER(_EventInputs), POINTER(_Events)]
+    lib.msm_events.argtypes = [POINTER(_Columns), c_int64, POINTER(_EventInputs), c_int32, POINTER(_Events)]
     lib.msm_factorize.restype = c_int64
     lib.msm_factorize.argtypes = [c_void_p, c_int64, c_void_p, c_void_p]
     return lib
@@ -118,8 +123,7 @@ def columns(blocks: npt.NDArray[np.void], clocks: npt.NDArray[np.void], role_of_
     starts = np.ascontiguousarray(starts_of_call, np.uint8)
     lut = np.ascontiguousarray(comm_lut, np.int64)
     tables = _Tables(_p(role), _p(starts), first_call_id, _p(lut) if lut.size else None, comm_width, lut.size)
-    workers = min(8, os.cpu_count() or 1)
-    if _lib().msm_columns(_p(blocks), blocks.size, _p(clocks), ctypes.byref(tables), workers,
+    if _lib().msm_columns(_p(blocks), blocks.size, _p(clocks), ctypes.byref(tables), WORKERS,
                           ctypes.byref(_columns_struct(cols))) != 0:
         raise _out_of_memory("numbering events")
     return cols
@@ -133,7 +137,7 @@ def link_starts(cols: dict[str, npt.NDArray[Any]], start: I64, role_complete: in
     t_complete, completed_by, nbytes = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
     peer, tag = np.empty(k, np.int32), np.empty(k, np.int32)
     if _lib().msm_link_starts(ctypes.byref(_columns_struct(cols)), cols["call"].size, role_complete,
-                              role_immediate, _p(start), k, _p(t_complete), _p(completed_by),
+                              role_immediate, _p(start), k, WORKERS, _p(t_complete), _p(completed_by),
                               _p(peer), _p(tag), _p(nbytes)) != 0:
         raise _out_of_memory("linking requests")
     return t_complete, completed_by, peer, tag, nbytes
@@ -164,7 +168,7 @@ def events(cols: dict[str, npt.NDArray[Any]], nevents: int, call_code: npt.NDArr
     code = np.ascontiguousarray(call_code, np.uint32)
     links = [np.ascontiguousarray(a, np.int64) for a in (link_index, link_t_complete, link_completed_by)]
     inputs = _EventInputs(nevents, _p(code), *(_p(a) for a in links), links[0].size)
-    if _lib().msm_events(ctypes.byref(_columns_struct(cols)), cols["call"].size, ctypes.byref(inputs),
+    if _lib().msm_events(ctypes.byref(_columns_struct(cols)), cols["call"].size, ctypes.byref(inputs), WORKERS,
                          ctypes.byref(_Events(*(_p(out[name]) for name, _ in EVENT_COLUMNS)))) != 0:
         raise ValueError("event ids are not dense; the column kernel and the events kernel disagree")
     return out

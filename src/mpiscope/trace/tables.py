@@ -68,7 +68,8 @@ def collectives_table(e: Rows, comms: pl.DataFrame, calls: CallTable) -> tuple[p
     return inst.drop("seq"), coll_id
 
 
-def events_frame(e: Rows, calls: CallTable, trace_dir: Path, coll_id: np.ndarray) -> pl.DataFrame:
+def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
+    """events.parquet but its last column, coll_id (from collectives_table)."""
     role, peer, tag = e["role"], e["peer"], e["tag"]
     coll = role == ROLE["coll"]
     numbered = coll | role_is(role, "create", "create_win")
@@ -88,7 +89,6 @@ def events_frame(e: Rows, calls: CallTable, trace_dir: Path, coll_id: np.ndarray
         nullable(cb, cb >= 0, "completed_by"),
         nullable(tag, numbered, "seq"),
         callsite_column(trace_dir, e["rank"], e["callsite"]),
-        nullable(coll_id, coll_id >= 0, "coll_id"),
     ])
 
 

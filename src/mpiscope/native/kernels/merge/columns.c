@@ -5,14 +5,11 @@
  * sequential pass ties sub-records to their call and numbers the events.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "merge.h"
 #include "record.h"
-
-#define MSM_MAX_WORKERS 16
 
 /* Ticks -> ns on rank 0's clock. The arithmetic is clocks.py's, operation
  * for operation in double, with rint's ties-to-even, so that the times equal
@@ -141,13 +138,8 @@ int msm_columns(const struct msm_block *blocks, int64_t nblocks, const struct ms
     int64_t total = 0;
     for (int64_t b = 0; b < nblocks; b++)
         total += blocks[b].n;
-    if (workers < 1)
-        workers = 1;
-    if (workers > MSM_MAX_WORKERS)
-        workers = MSM_MAX_WORKERS;
+    workers = msm_workers(workers);
     struct work w[MSM_MAX_WORKERS];
-    pthread_t tid[MSM_MAX_WORKERS];
-    int started[MSM_MAX_WORKERS] = {0};
     /* contiguous block ranges of about total / workers records each */
     int64_t b = 0, row = 0;
     for (int k = 0; k < workers; k++) {
@@ -159,13 +151,6 @@ int msm_columns(const struct msm_block *blocks, int64_t nblocks, const struct ms
         }
         w[k].last = b;
     }
-    for (int k = 1; k < workers; k++)
-        started[k] = pthread_create(&tid[k], NULL, fill_range, &w[k]) == 0;
-    for (int k = 0; k < workers; k++)
-        if (k == 0 || !started[k])  /* a thread that could not start: its share runs here */
-            fill_range(&w[k]);
-    for (int k = 1; k < workers; k++)
-        if (started[k])
-            pthread_join(tid[k], NULL);
+    msm_run(workers, fill_range, w, sizeof w[0]);
     return parents_and_events(out, total, tab->first_call_id);
 }

@@ -5,23 +5,36 @@
 
 #include "merge.h"
 
-int msm_events(const struct msm_columns *rec, int64_t n, const struct msm_event_inputs *in,
-               const struct msm_events *out)
+struct part {
+    const struct msm_columns *rec;
+    const struct msm_event_inputs *in;
+    const struct msm_events *out;
+    int64_t first, last;    /* records; in the second phase, links */
+    int64_t efirst, elast;  /* event rows to initialise */
+    int bad;                /* an event id out of range */
+};
+
+static void *fill_rows(void *arg)
 {
-    for (int64_t e = 0; e < in->nevents; e++) {
+    struct part *p = arg;
+    const struct msm_columns *rec = p->rec;
+    const struct msm_events *out = p->out;
+    for (int64_t e = p->efirst; e < p->elast; e++) {
         out->t_complete[e] = -1;
         out->completed_by[e] = -1;
     }
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = p->first; i < p->last; i++) {
         int64_t e = rec->event[i];
         if (e < 0)
             continue;
-        if (e >= in->nevents)
-            return -1;
+        if (e >= p->in->nevents) {
+            p->bad = 1;
+            return NULL;
+        }
         out->event[e] = e;
         out->rank[e] = rec->rank[i];
         out->thread[e] = rec->thread[i];
-        out->call[e] = in->call_code[rec->call[i]];
+        out->call[e] = p->in->call_code[rec->call[i]];
         out->role[e] = rec->role[i];
         out->t_enter[e] = rec->t_enter[i];
         out->t_leave[e] = rec->t_leave[i];
@@ -32,14 +45,39 @@ int msm_events(const struct msm_columns *rec, int64_t n, const struct msm_event_
         out->req[e] = rec->req[i];
         out->callsite[e] = rec->callsite[i];
     }
-    /* nonblocking starts that are calls (not sub-records of Startall) */
-    for (int64_t k = 0; k < in->nlinks; k++) {
-        int64_t e = rec->event[in->link_index[k]];
+    return NULL;
+}
+
+/* Nonblocking starts that are calls (not sub-records of Startall). */
+static void *fill_links(void *arg)
+{
+    struct part *p = arg;
+    for (int64_t k = p->first; k < p->last; k++) {
+        int64_t e = p->rec->event[p->in->link_index[k]];
         if (e >= 0) {
-            out->t_complete[e] = in->link_t_complete[k];
-            out->completed_by[e] = in->link_completed_by[k];
+            p->out->t_complete[e] = p->in->link_t_complete[k];
+            p->out->completed_by[e] = p->in->link_completed_by[k];
         }
     }
+    return NULL;
+}
+
+int msm_events(const struct msm_columns *rec, int64_t n, const struct msm_event_inputs *in, int32_t workers,
+               const struct msm_events *out)
+{
+    workers = msm_workers(workers);
+    struct part p[MSM_MAX_WORKERS];
+    for (int k = 0; k < workers; k++)
+        p[k] = (struct part){rec, in, out, n * k / workers, n * (k + 1) / workers,
+                             in->nevents * k / workers, in->nevents * (k + 1) / workers, 0};
+    msm_run(workers, fill_rows, p, sizeof p[0]);
+    for (int k = 0; k < workers; k++) {
+        if (p[k].bad)
+            return -1;
+        p[k].first = in->nlinks * k / workers;
+        p[k].last = in->nlinks * (k + 1) / workers;
+    }
+    msm_run(workers, fill_links, p, sizeof p[0]);
     return 0;
 }
 

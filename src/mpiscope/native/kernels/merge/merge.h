@@ -5,6 +5,7 @@
  * match.c    sends <-> receives in MPI's non-overtaking order
  * events.c   the rows of events.parquet, and call-site codes
  * p2p.c      the send and receive sides of point-to-point traffic
+ * parallel.c the threads of the kernels that split their work
  *
  * Each replaces a chain of NumPy passes and global sorts over all records
  * with one or two passes and hash tables; the Python side keeps the column
@@ -13,9 +14,16 @@
 #ifndef MSM_MERGE_H
 #define MSM_MERGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define MSM_API __attribute__((visibility("default")))
+#define MSM_MAX_WORKERS 16
+
+/* fn(args + k * size) for k < workers, on as many threads (the caller's one of them). */
+void msm_run(int workers, void *(*fn)(void *), void *args, size_t size);
+/* wanted, within 1..MSM_MAX_WORKERS */
+int msm_workers(int32_t wanted);
 
 /* One block of committed records (struct msc_rec, record.h) of one thread. */
 struct msm_block {
@@ -131,8 +139,9 @@ MSM_API int msm_columns(const struct msm_block *blocks, int64_t nblocks, const s
                         const struct msm_tables *tab, int32_t workers, const struct msm_columns *out);
 
 MSM_API int msm_link_starts(const struct msm_columns *rec, int64_t n, uint8_t role_complete,
-                            uint8_t role_immediate, const int64_t *start, int64_t nstart, int64_t *t_complete,
-                            int64_t *completed_by, int32_t *peer, int32_t *tag, int64_t *bytes);
+                            uint8_t role_immediate, const int64_t *start, int64_t nstart, int32_t workers,
+                            int64_t *t_complete, int64_t *completed_by, int32_t *peer, int32_t *tag,
+                            int64_t *bytes);
 
 MSM_API int64_t msm_match(const int64_t *const send_env[4], const int64_t *send_t, const int64_t *send_ev,
                           int64_t nsend, const int64_t *const recv_env[4], const int64_t *recv_t,
@@ -144,7 +153,7 @@ MSM_API int msm_p2p(const struct msm_columns *rec, int64_t n, const uint8_t *kin
                     const struct msm_side *recvs);
 
 MSM_API int msm_events(const struct msm_columns *rec, int64_t n, const struct msm_event_inputs *in,
-                       const struct msm_events *out);
+                       int32_t workers, const struct msm_events *out);
 
 /* Dense codes of keys by first appearance; first[c] = first row of code c.
  * Returns the number of distinct keys, -1 when out of memory. */
