@@ -1,6 +1,6 @@
 """All records of all ranks as NumPy columns, with what the merge derives per
-record: global times, role codes, dense communicator ids, the call each
-sub-record belongs to, and event ids in (rank, t_enter) order.
+record: global times, role codes, dense communicator ids, and the event id
+(in (rank, t_enter) order) of the call each record belongs to.
 
 Records arrive grouped by rank, then thread, in recording order; the column
 kernel (native/kernels/merge/columns.c) derives all of it in one pass over
@@ -61,22 +61,22 @@ class CallTable:
 
 @dataclass
 class Records:
+    """Every record of every rank, as the kernels take them (native.COLUMNS)."""
     rank: np.ndarray
     thread: np.ndarray
     call: np.ndarray
-    role: np.ndarray
-    starts: np.ndarray
-    t_enter: np.ndarray      # int64 ns, rank 0's clock
-    t_leave: np.ndarray      # int64 ns; -1: the call never returned
-    bytes: np.ndarray
-    callsite: np.ndarray
-    req: np.ndarray          # int64 request id without the immediate flag
-    immediate: np.ndarray    # bool: MPI returned a shared, already complete request
     peer: np.ndarray
     tag: np.ndarray
     comm: np.ndarray         # dense communicator id, -1 unknown
-    parent: np.ndarray       # index of the call record a record belongs to (itself for calls)
-    event: np.ndarray        # event id of call records, -1 for sub-records
+    role: np.ndarray
+    starts: np.ndarray
+    immediate: np.ndarray    # bool: MPI returned a shared, already complete request
+    req: np.ndarray          # request id without the immediate flag
+    t_enter: np.ndarray      # int64 ns, rank 0's clock
+    t_leave: np.ndarray      # int64 ns; -1: the call never returned
+    bytes: np.ndarray
+    event: np.ndarray        # event id of the call a record belongs to (its own for calls), -1 if none
+    callsite: np.ndarray
     clocks: dict[int, RankClock]
 
     def __len__(self) -> int:
@@ -85,19 +85,6 @@ class Records:
     def columns(self) -> dict[str, np.ndarray]:
         """The per-record arrays by name, as the kernels take them."""
         return {name: getattr(self, name) for name, _ in native.COLUMNS}
-
-    def parent_event(self, idx: np.ndarray) -> np.ndarray:
-        """Event id of the call each record idx belongs to, -1 if none."""
-        p = self.parent[idx]
-        return np.where(p >= 0, self.event[np.maximum(p, 0)], -1)
-
-    def shift(self, shifts: np.ndarray) -> None:
-        """Add a per-rank clock shift (ns) to every time."""
-        if not shifts.any():
-            return
-        s = shifts[self.rank]
-        self.t_enter += s
-        self.t_leave[:] = np.where(self.t_leave >= 0, self.t_leave + s, -1)
 
 
 def comm_table(files: list[RankFile]) -> tuple[dict[int, int], dict[tuple[int, int], int], pl.DataFrame]:

@@ -30,9 +30,9 @@ CLOCK_DTYPE = np.dtype([("tick_ref", "<i8"), ("ns_ref", "<i8"), ("ns_per_tick", 
 
 # struct msm_columns: name, dtype, in the struct's order
 COLUMNS = [("rank", np.int32), ("thread", np.int32), ("call", np.int32), ("peer", np.int32), ("tag", np.int32),
-           ("role", np.uint8), ("starts", np.bool_), ("immediate", np.bool_),
-           ("t_enter", np.int64), ("t_leave", np.int64), ("bytes", np.int64), ("req", np.int64),
-           ("comm", np.int64), ("parent", np.int64), ("event", np.int64), ("callsite", np.uint64)]
+           ("comm", np.int32), ("role", np.uint8), ("starts", np.bool_), ("immediate", np.bool_),
+           ("req", np.uint32), ("t_enter", np.int64), ("t_leave", np.int64), ("bytes", np.int64),
+           ("event", np.int64), ("callsite", np.uint64)]
 
 
 class _Columns(ctypes.Structure):
@@ -56,7 +56,7 @@ class _Events(ctypes.Structure):
 
 
 class _EventInputs(ctypes.Structure):
-    _fields_ = [("nevents", c_int64), ("call_code", c_void_p), ("link_index", c_void_p),
+    _fields_ = [("nevents", c_int64), ("first_call_id", c_int64), ("call_code", c_void_p), ("link_index", c_void_p),
                 ("link_t_complete", c_void_p), ("link_completed_by", c_void_p), ("nlinks", c_int64)]
 
 
@@ -160,14 +160,15 @@ def match(send_env: list[I64], send_t: I64, send_ev: I64, recv_env: list[I64], r
     return si[:got], ri[:got]
 
 
-def events(cols: dict[str, npt.NDArray[Any]], nevents: int, call_code: npt.NDArray[np.uint32], link_index: I64,
+def events(cols: dict[str, npt.NDArray[Any]], nevents: int, first_call_id: int, call_code: npt.NDArray[np.uint32],
+           link_index: I64,
            link_t_complete: I64, link_completed_by: I64) -> dict[str, npt.NDArray[Any]]:
     """The events table's rows (one per call record, row = event id) as arrays;
     t_complete and completed_by are -1 where the row is no linked start."""
     out = {name: np.empty(nevents, dtype) for name, dtype in EVENT_COLUMNS}
     code = np.ascontiguousarray(call_code, np.uint32)
     links = [np.ascontiguousarray(a, np.int64) for a in (link_index, link_t_complete, link_completed_by)]
-    inputs = _EventInputs(nevents, _p(code), *(_p(a) for a in links), links[0].size)
+    inputs = _EventInputs(nevents, first_call_id, _p(code), *(_p(a) for a in links), links[0].size)
     if _lib().msm_events(ctypes.byref(_columns_struct(cols)), cols["call"].size, ctypes.byref(inputs), WORKERS,
                          ctypes.byref(_Events(*(_p(out[name]) for name, _ in EVENT_COLUMNS)))) != 0:
         raise ValueError("event ids are not dense; the column kernel and the events kernel disagree")

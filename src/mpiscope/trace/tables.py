@@ -36,8 +36,8 @@ def role_is(role: np.ndarray, *roles: str) -> np.ndarray:
 
 def event_rows(rec: Records, links: StartLinks, calls: CallTable) -> Rows:
     nevents = int(np.count_nonzero(rec.call >= FIRST_TABLE_ID))
-    return native.events(rec.columns(), nevents, calls.enum_codes(), links.index, links.t_complete,
-                         links.completed_by)
+    return native.events(rec.columns(), nevents, FIRST_TABLE_ID, calls.enum_codes(), links.index,
+                         links.t_complete, links.completed_by)
 
 
 def shift_rows(e: Rows, shifts: np.ndarray) -> None:

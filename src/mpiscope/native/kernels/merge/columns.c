@@ -32,12 +32,12 @@ struct work {
     const struct msm_columns *out;
 };
 
-static int64_t dense_comm(const struct msm_tables *tab, int32_t rank, uint16_t local)
+static int32_t dense_comm(const struct msm_tables *tab, int32_t rank, uint16_t local)
 {
     if (tab->lut_size == 0 || rank < 0 || local >= tab->comm_width)
         return -1;
     int64_t at = (int64_t)rank * tab->comm_width;
-    return at < tab->lut_size ? tab->comm_lut[at + local] : -1;
+    return at < tab->lut_size ? (int32_t)tab->comm_lut[at + local] : -1;
 }
 
 static void fill_block(const struct work *w, const struct msm_block *b, int64_t row)
@@ -91,43 +91,49 @@ static int by_rank_time(const void *pa, const void *pb)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-/* Events of several threads interleave: number them in (rank, t_enter) order. */
+/* Events of several threads interleave: number them in (rank, t_enter)
+ * order. On entry event[] holds the row of each record's call. */
 static int number_by_time(const struct msm_columns *o, int64_t n, int64_t first_call_id)
 {
     int64_t ncalls = 0;
     for (int64_t i = 0; i < n; i++)
         ncalls += o->call[i] >= first_call_id;
     struct call_key *keys = malloc((size_t)(ncalls ? ncalls : 1) * sizeof *keys);
-    if (!keys)
+    int64_t *event_of_row = malloc((size_t)(n ? n : 1) * sizeof *event_of_row);
+    if (!keys || !event_of_row) {
+        free(keys);
+        free(event_of_row);
         return -1;
+    }
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++)
         if (o->call[i] >= first_call_id)
             keys[k++] = (struct call_key){o->rank[i], o->t_enter[i], i};
     qsort(keys, (size_t)ncalls, sizeof *keys, by_rank_time);
     for (k = 0; k < ncalls; k++)
-        o->event[keys[k].index] = k;
+        event_of_row[keys[k].index] = k;
+    for (int64_t i = 0; i < n; i++)
+        o->event[i] = o->event[i] >= 0 ? event_of_row[o->event[i]] : -1;
     free(keys);
+    free(event_of_row);
     return 0;
 }
 
 /* Sub-records follow their call in the same thread's stream (a block marker
  * may sit in between; it is a sub-record too). With one thread per rank,
  * recording order is (rank, t_enter) order and numbers the events. */
-static int parents_and_events(const struct msm_columns *o, int64_t n, int64_t first_call_id)
+static int number_events(const struct msm_columns *o, int64_t n, int64_t first_call_id)
 {
-    int64_t last = -1, next_event = 0;
     int threaded = 0;
+    for (int64_t i = 0; i < n && !threaded; i++)
+        threaded = o->thread[i] != 0;
+    int64_t last = -1, next_event = 0;
     for (int64_t i = 0; i < n; i++) {
         if (i == 0 || o->rank[i] != o->rank[i - 1] || o->thread[i] != o->thread[i - 1])
             last = -1;
-        threaded |= o->thread[i] != 0;
-        o->event[i] = -1;
-        if (o->call[i] >= first_call_id) {
-            last = i;
-            o->event[i] = next_event++;
-        }
-        o->parent[i] = last;
+        if (o->call[i] >= first_call_id)
+            last = threaded ? i : next_event++;  /* threaded: the call's row, numbered below */
+        o->event[i] = last;
     }
     return threaded ? number_by_time(o, n, first_call_id) : 0;
 }
@@ -152,5 +158,5 @@ int msm_columns(const struct msm_block *blocks, int64_t nblocks, const struct ms
         w[k].last = b;
     }
     msm_run(workers, fill_range, w, sizeof w[0]);
-    return parents_and_events(out, total, tab->first_call_id);
+    return number_events(out, total, tab->first_call_id);
 }

@@ -24,10 +24,10 @@ static void *fill_rows(void *arg)
         out->completed_by[e] = -1;
     }
     for (int64_t i = p->first; i < p->last; i++) {
-        int64_t e = rec->event[i];
-        if (e < 0)
+        if (rec->call[i] < p->in->first_call_id)
             continue;
-        if (e >= p->in->nevents) {
+        int64_t e = rec->event[i];
+        if (e < 0 || e >= p->in->nevents) {
             p->bad = 1;
             return NULL;
         }
@@ -53,8 +53,9 @@ static void *fill_links(void *arg)
 {
     struct part *p = arg;
     for (int64_t k = p->first; k < p->last; k++) {
-        int64_t e = p->rec->event[p->in->link_index[k]];
-        if (e >= 0) {
+        int64_t i = p->in->link_index[k];
+        if (p->rec->call[i] >= p->in->first_call_id) {
+            int64_t e = p->rec->event[i];
             p->out->t_complete[e] = p->in->link_t_complete[k];
             p->out->completed_by[e] = p->in->link_completed_by[k];
         }

@@ -35,11 +35,6 @@ static uint64_t request_key(const struct msm_columns *rec, int64_t i)
     return (uint64_t)(int64_t)rec->rank[i] << 32 | (uint64_t)rec->req[i];
 }
 
-static int64_t parent_event(const struct msm_columns *rec, int64_t i)
-{
-    return rec->parent[i] >= 0 ? rec->event[rec->parent[i]] : -1;
-}
-
 /* The first completion of each request id in rows [a, b) goes to done; ids
  * MPI returned already complete (role immediate) go to late. */
 static void index_completions(const struct msm_columns *rec, int64_t a, int64_t b, uint8_t role_complete,
@@ -144,10 +139,10 @@ static void link_one(const struct share *w, const struct msm_map *done, const st
     int immediate = rec->immediate[i] || late->vals[msm_map_slot(late, key)] >= 0;
     if (immediate) {
         w->out->t_complete[k] = rec->t_leave[i];
-        w->out->completed_by[k] = parent_event(rec, i);
+        w->out->completed_by[k] = rec->event[i];
     } else {
         w->out->t_complete[k] = comp >= 0 ? rec->t_leave[comp] : -1;
-        w->out->completed_by[k] = comp >= 0 ? parent_event(rec, comp) : -1;
+        w->out->completed_by[k] = comp >= 0 ? rec->event[comp] : -1;
     }
     /* the status envelope of the completion (receives) */
     w->out->peer[k] = comp >= 0 ? rec->peer[comp] : -1;

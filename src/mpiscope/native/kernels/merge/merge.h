@@ -47,9 +47,11 @@ struct msm_clock {
 
 /* The per-record columns (trace/columns.py Records), n rows each. */
 struct msm_columns {
-    int32_t *rank, *thread, *call, *peer, *tag;
+    int32_t *rank, *thread, *call, *peer, *tag, *comm;
     uint8_t *role, *starts, *immediate;
-    int64_t *t_enter, *t_leave, *bytes, *req, *comm, *parent, *event;
+    uint32_t *req;
+    int64_t *t_enter, *t_leave, *bytes;
+    int64_t *event;   /* event id of the call the record belongs to (its own for calls), -1 if none */
     uint64_t *callsite;
 };
 
@@ -64,6 +66,7 @@ struct msm_events {
 
 struct msm_event_inputs {
     int64_t nevents;
+    int64_t first_call_id;          /* records of lower call ids are sub-records */
     const uint32_t *call_code;      /* Enum index by call id */
     const int64_t *link_index;      /* nonblocking starts (records) and their completion */
     const int64_t *link_t_complete;

@@ -7,11 +7,6 @@
 
 #include "merge.h"
 
-static int64_t parent_event(const struct msm_columns *rec, int64_t i)
-{
-    return rec->parent[i] >= 0 ? rec->event[rec->parent[i]] : -1;
-}
-
 static uint64_t request_key(const struct msm_columns *rec, int64_t i)
 {
     return (uint64_t)(int64_t)rec->rank[i] << 32 | (uint64_t)rec->req[i];
@@ -85,7 +80,7 @@ static int64_t sends_pass(const struct msm_columns *rec, int64_t n, const uint8_
         if ((kind[rec->role[i]] & MSM_SEND) && rec->peer[i] >= 0 && rec->t_leave[i] >= 0) {
             if (out)
                 put(out, k, rec->comm[i], rec->rank[i], rec->peer[i], rec->tag[i], rec->t_enter[i],
-                    parent_event(rec, i), rec->bytes[i], rec->t_leave[i]);
+                    rec->event[i], rec->bytes[i], rec->t_leave[i]);
             k++;
         }
     for (int64_t j = 0; j < l->n; j++) {
@@ -93,7 +88,7 @@ static int64_t sends_pass(const struct msm_columns *rec, int64_t n, const uint8_
         if ((kind[rec->role[i]] & MSM_NB_SEND) && rec->peer[i] >= 0) {
             if (out)
                 put(out, k, rec->comm[i], rec->rank[i], rec->peer[i], rec->tag[i], rec->t_enter[i],
-                    parent_event(rec, i), rec->bytes[i], l->t_complete[j]);
+                    rec->event[i], rec->bytes[i], l->t_complete[j]);
             k++;
         }
     }
@@ -109,7 +104,7 @@ static int64_t recvs_pass(const struct msm_columns *rec, int64_t n, const uint8_
         if ((kind[rec->role[i]] & MSM_RECV) && rec->peer[i] >= 0 && rec->t_leave[i] >= 0) {
             if (out)
                 put(out, k, rec->comm[i], rec->peer[i], rec->rank[i], rec->tag[i], rec->t_enter[i],
-                    parent_event(rec, i), rec->bytes[i], rec->t_leave[i]);
+                    rec->event[i], rec->bytes[i], rec->t_leave[i]);
             k++;
         }
     for (int64_t j = 0; j < l->n; j++) {
@@ -117,7 +112,7 @@ static int64_t recvs_pass(const struct msm_columns *rec, int64_t n, const uint8_
         if ((kind[rec->role[i]] & MSM_NB_RECV) && l->peer[j] >= 0) {
             if (out)
                 put(out, k, rec->comm[i], l->peer[j], rec->rank[i], l->tag[j], rec->t_enter[i],
-                    parent_event(rec, i), l->bytes[j], l->t_complete[j]);
+                    rec->event[i], l->bytes[j], l->t_complete[j]);
             k++;
         }
     }
@@ -125,7 +120,7 @@ static int64_t recvs_pass(const struct msm_columns *rec, int64_t n, const uint8_
         if ((kind[rec->role[i]] & MSM_MPROBE) && rec->peer[i] >= 0 && rec->req[i] != 0 && rec->t_leave[i] >= 0) {
             if (out)
                 put(out, k, rec->comm[i], rec->peer[i], rec->rank[i], rec->tag[i], rec->t_enter[i],
-                    parent_event(rec, i), rec->bytes[i], probe_leave(d, request_key(rec, i)));
+                    rec->event[i], rec->bytes[i], probe_leave(d, request_key(rec, i)));
             k++;
         }
     return k;
