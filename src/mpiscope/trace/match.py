@@ -72,11 +72,11 @@ def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
 
 
 def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:
-    """rows: event comm seq call root bytes t_enter_ns t_done_ns (one per rank and call).
-    Returns one row per instance, numbered by first entry."""
+    """rows: group event comm seq call root bytes t_enter_ns t_done_ns, one per rank and
+    call; group numbers the instances, one per (comm, seq). Returns one row per instance
+    with its group, numbered (coll_id) by first entry."""
     return (
-        rows.with_columns((pl.col("comm") * (1 << 32) + pl.col("seq")).alias("key"))
-        .group_by("key")
+        rows.group_by("group")
         .agg(
             pl.col("comm").first(), pl.col("seq").first(),
             pl.col("call").first(),
@@ -92,6 +92,6 @@ def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFr
         .sort("t_first_enter_ns", "comm", "seq")
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("coll_id"))
         .join(comm_sizes, on="comm", how="left")
-        .select("coll_id", "call", "comm", "seq", "root", "bytes", "ranks", "comm_size", "calls_seen",
+        .select("group", "coll_id", "call", "comm", "seq", "root", "bytes", "ranks", "comm_size", "calls_seen",
                 "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
     )

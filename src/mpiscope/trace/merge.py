@@ -29,7 +29,14 @@ from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_rec
 from mpiscope.trace.match import P2P, match_messages, p2p_sides
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
 from mpiscope.trace.requests import StartLinks, link_starts
-from mpiscope.trace.tables import collectives_table, event_rows, events_frame, messages_table, nullable, shift_rows
+from mpiscope.trace.tables import (
+    collectives_table,
+    event_rows,
+    events_frame,
+    messages_table,
+    nullable,
+    shift_rows,
+)
 
 
 @dataclass

@@ -85,8 +85,8 @@ def _lib() -> ctypes.CDLL:
     lib.msm_columns.restype = ctypes.c_int
     lib.msm_columns.argtypes = [c_void_p, c_int64, c_void_p, POINTER(_Tables), c_int32, POINTER(_Columns)]
     lib.msm_link_starts.restype = ctypes.c_int
-    lib.msm_link_starts.argtypes = [POINTER(_Columns), c_int64, c_uint8, c_uint8, c_void_p, c_int64,
-                                    c_int32] + [c_void_p] * 5
+    lib.msm_link_starts.argtypes = [POINTER(_Columns), c_int64, c_uint8, c_uint8, c_void_p, c_int64, c_int32,
+                                    c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
     lib.msm_match.restype = c_int64
     lib.msm_match.argtypes = [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int64,
                               c_void_p, c_void_p]
@@ -118,7 +118,7 @@ def columns(blocks: npt.NDArray[np.void], clocks: npt.NDArray[np.void], role_of_
     """Per-record columns of all blocks (BLOCK_DTYPE rows; their records must
     stay mapped during the call), in block order."""
     n = int(blocks["n"].sum())
-    cols = {name: np.empty(n, dtype) for name, dtype in COLUMNS}
+    cols: dict[str, npt.NDArray[Any]] = {name: np.empty(n, dtype) for name, dtype in COLUMNS}
     role = np.ascontiguousarray(role_of_call, np.uint8)
     starts = np.ascontiguousarray(starts_of_call, np.uint8)
     lut = np.ascontiguousarray(comm_lut, np.int64)

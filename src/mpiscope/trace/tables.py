@@ -31,7 +31,8 @@ def role_is(role: np.ndarray, *roles: str) -> np.ndarray:
     """role in roles, through a table over the role codes: one gather (np.isin sorts)."""
     table = np.zeros(len(ROLES), bool)
     table[[ROLE[r] for r in roles]] = True
-    return table[role]
+    found: np.ndarray = table[role]
+    return found
 
 
 def event_rows(rec: Records, links: StartLinks, calls: CallTable) -> Rows:
@@ -55,17 +56,19 @@ def collectives_table(e: Rows, comms: pl.DataFrame, calls: CallTable) -> tuple[p
     idx = np.flatnonzero((e["role"] == ROLE["coll"]) & (e["comm"] >= 0))
     peer, t_complete, t_leave = e["peer"][idx], e["t_complete"][idx], e["t_leave"][idx]
     t_done = np.where(t_complete >= 0, t_complete, t_leave)
+    comm, seq = e["comm"][idx], e["tag"][idx]  # a collective's tag field holds its sequence number
+    group, _ = native.factorize(((comm << 32) + seq).view(np.uint64))
     rows = pl.DataFrame([
-        pl.Series("event", e["event"][idx]), pl.Series("comm", e["comm"][idx]),
-        pl.Series("seq", e["tag"][idx]),  # a collective's tag field holds its sequence number
-        calls.series(e["call"][idx]), nullable(peer, peer >= 0, "root"), pl.Series("bytes", e["bytes"][idx]),
+        pl.Series("group", group), pl.Series("event", e["event"][idx]), pl.Series("comm", comm),
+        pl.Series("seq", seq), calls.series(e["call"][idx]), nullable(peer, peer >= 0, "root"), pl.Series("bytes", e["bytes"][idx]),
         pl.Series("t_enter_ns", e["t_enter"][idx]), nullable(t_done, t_done >= 0, "t_done_ns"),
     ])
     inst = group_collectives(rows, comms.select("comm", "comm_size"))
-    of_event = rows.join(inst.select("comm", "seq", "coll_id"), on=["comm", "seq"]).select("event", "coll_id")
+    coll_of_group = np.empty(inst.height, np.int64)
+    coll_of_group[inst["group"].to_numpy()] = inst["coll_id"].to_numpy()
     coll_id = np.full(e["event"].size, -1, np.int64)
-    coll_id[of_event["event"].to_numpy()] = of_event["coll_id"].to_numpy()
-    return inst.drop("seq"), coll_id
+    coll_id[idx] = coll_of_group[group]
+    return inst.drop("group", "seq"), coll_id
 
 
 def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:

@@ -6,21 +6,26 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "merge.h"
 #include "record.h"
 
+/* double -> int64 as x86 (and so NumPy's astype) converts: out of range,
+ * which only a damaged record's ticks reach, gives INT64_MIN. */
+static int64_t to_int64(double x)
+{
+    return x >= -0x1p63 && x < 0x1p63 ? (int64_t)x : INT64_MIN;
+}
+
 /* Ticks -> ns on rank 0's clock. The arithmetic is clocks.py's, operation
  * for operation in double, with rint's ties-to-even, so that the times equal
- * what the NumPy formulation gave. */
+ * what the NumPy formulation gave; integer sums wrap as NumPy's int64 do. */
 static int64_t global_ns(const struct msm_clock *c, uint64_t ticks)
 {
-    /* unsigned difference: ticks before the reference wrap as NumPy's int64 does */
     int64_t dt = (int64_t)(ticks - (uint64_t)c->tick_ref);
-    int64_t local = c->ns_ref + (int64_t)rint((double)dt * c->ns_per_tick);
+    int64_t local = (int64_t)((uint64_t)c->ns_ref + (uint64_t)to_int64(rint((double)dt * c->ns_per_tick)));
     double offset = c->drift != 0.0 ? c->offset_ns + ((double)local - c->offset_at_ns) * c->drift : c->offset_ns;
-    return local - (int64_t)rint(offset);
+    return (int64_t)((uint64_t)local - (uint64_t)to_int64(rint(offset)));
 }
 
 struct work {

@@ -6,6 +6,7 @@
  * events.c   the rows of events.parquet, and call-site codes
  * p2p.c      the send and receive sides of point-to-point traffic
  * parallel.c the threads of the kernels that split their work
+ * map.c      their hash table
  *
  * Each replaces a chain of NumPy passes and global sorts over all records
  * with one or two passes and hash tables; the Python side keeps the column
