@@ -102,7 +102,6 @@ def resolve_callsites(trace_dir: Path, ranks: list[int], addrs: list[int]) -> li
 
 def callsite_column(trace_dir: Path, rank: np.ndarray, addr: np.ndarray) -> pl.Series:
     """The `callsite` column: labels resolved once per distinct (rank, address)."""
-    key = rank.astype(np.uint64) << np.uint64(48) | (addr.astype(np.uint64) & np.uint64((1 << 48) - 1))
-    code, first = native.factorize(key)  # a hash table: one pass, no sort
+    code, first = native.factorize(addr, rank)  # key (rank, address): a hash table, one pass, no sort
     labels = resolve_callsites(trace_dir, rank[first].tolist(), addr[first].tolist())
     return pl.Series("callsite", labels, dtype=pl.Categorical).gather(pl.Series(code.view(np.uint32)))

@@ -67,8 +67,10 @@ def p2p_sides(rec: Records, links: StartLinks) -> P2P:
 def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
     """Indices (into sends, into recvs) of the matched pairs, in envelope order
     (communicator, source, destination, tag), then posting order (time, event)."""
-    return native.match([sends.comm, sends.src, sends.dst, sends.tag], sends.posted, sends.event,
-                        [recvs.comm, recvs.src, recvs.dst, recvs.tag], recvs.posted, recvs.event)
+    def side(s: Side) -> dict[str, np.ndarray]:
+        return {"comm": s.comm, "src": s.src, "dst": s.dst, "tag": s.tag, "t": s.posted, "ev": s.event}
+
+    return native.match(side(sends), side(recvs))
 
 
 def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:

@@ -65,6 +65,15 @@ SIDE_COLUMNS = [("comm", np.int64), ("posted", np.int64), ("event", np.int64), (
                 ("leave", np.int64), ("src", np.int32), ("dst", np.int32), ("tag", np.int32)]
 
 
+# struct msm_envelopes, in the struct's order
+_ENVELOPE = [("comm", np.int64), ("t", np.int64), ("ev", np.int64), ("src", np.int32), ("dst", np.int32),
+             ("tag", np.int32)]
+
+
+class _Envelopes(ctypes.Structure):
+    _fields_ = [(name, c_void_p) for name, _ in _ENVELOPE] + [("n", c_int64)]
+
+
 class _Side(ctypes.Structure):
     _fields_ = [(name, c_void_p) for name, _ in SIDE_COLUMNS]
 
@@ -88,15 +97,14 @@ def _lib() -> ctypes.CDLL:
     lib.msm_link_starts.argtypes = [POINTER(_Columns), c_int64, c_uint8, c_uint8, c_void_p, c_int64, c_int32,
                                     c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
     lib.msm_match.restype = c_int64
-    lib.msm_match.argtypes = [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int64,
-                              c_void_p, c_void_p]
+    lib.msm_match.argtypes = [POINTER(_Envelopes), POINTER(_Envelopes), c_void_p, c_void_p]
     lib.msm_p2p.restype = ctypes.c_int
     lib.msm_p2p.argtypes = [POINTER(_Columns), c_int64, c_void_p, POINTER(_Links), c_void_p, POINTER(_Side),
                             POINTER(_Side)]
     lib.msm_events.restype = ctypes.c_int
     lib.msm_events.argtypes = [POINTER(_Columns), c_int64, POINTER(_EventInputs), c_int32, POINTER(_Events)]
     lib.msm_factorize.restype = c_int64
-    lib.msm_factorize.argtypes = [c_void_p, c_int64, c_void_p, c_void_p]
+    lib.msm_factorize.argtypes = [c_void_p, c_void_p, c_int64, c_void_p, c_void_p]
     return lib
 
 
@@ -143,18 +151,14 @@ def link_starts(cols: dict[str, npt.NDArray[Any]], start: I64, role_complete: in
     return t_complete, completed_by, peer, tag, nbytes
 
 
-def match(send_env: list[I64], send_t: I64, send_ev: I64, recv_env: list[I64], recv_t: I64,
-          recv_ev: I64) -> tuple[I64, I64]:
-    """Indices of matched (send, receive) pairs; envelopes are (comm, src, dst, tag)."""
-    se = [np.ascontiguousarray(a, np.int64) for a in send_env]
-    re = [np.ascontiguousarray(a, np.int64) for a in recv_env]
-    st, sv, rt, rv = (np.ascontiguousarray(a, np.int64) for a in (send_t, send_ev, recv_t, recv_ev))
-    m = min(st.size, rt.size)
+def match(send: dict[str, npt.NDArray[Any]], recv: dict[str, npt.NDArray[Any]]) -> tuple[I64, I64]:
+    """Indices of matched (send, receive) pairs. Each side: comm, src, dst, tag (the
+    envelope), t (posting time), ev (event id) by name."""
+    sides = [{f: np.ascontiguousarray(side[f], dt) for f, dt in _ENVELOPE} for side in (send, recv)]
+    m = min(side["t"].size for side in sides)
     si, ri = np.empty(m, np.int64), np.empty(m, np.int64)
-    senv = (c_void_p * 4)(*(_p(a) for a in se))
-    renv = (c_void_p * 4)(*(_p(a) for a in re))
-    got = _lib().msm_match(senv, _p(st), _p(sv), st.size, renv, _p(rt), _p(rv),
-                           rt.size, _p(si), _p(ri))
+    envs = [_Envelopes(*(_p(side[f]) for f, _ in _ENVELOPE), side["t"].size) for side in sides]
+    got = _lib().msm_match(ctypes.byref(envs[0]), ctypes.byref(envs[1]), _p(si), _p(ri))
     if got < 0:
         raise _out_of_memory("matching messages")
     return si[:got], ri[:got]
@@ -175,13 +179,17 @@ def events(cols: dict[str, npt.NDArray[Any]], nevents: int, first_call_id: int, 
     return out
 
 
-def factorize(key: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int32], I64]:
-    """(code of each key, first row of each code), codes by first appearance."""
-    key = np.ascontiguousarray(key, np.uint64)
-    code, first = np.empty(key.size, np.int32), np.empty(key.size, np.int64)
-    distinct = _lib().msm_factorize(_p(key), key.size, _p(code), _p(first))
+def factorize(value: npt.NDArray[np.uint64], rank: npt.NDArray[np.int32] | None = None) -> tuple[
+        npt.NDArray[np.int32], I64]:
+    """(code of each key, first row of each code), codes by first appearance. The key is
+    value, or with rank the call site (rank, address): rank << 48 | low 48 bits of value."""
+    value = np.ascontiguousarray(value, np.uint64)
+    ranks = None if rank is None else np.ascontiguousarray(rank, np.int32)
+    code, first = np.empty(value.size, np.int32), np.empty(value.size, np.int64)
+    distinct = _lib().msm_factorize(None if ranks is None else _p(ranks), _p(value), value.size, _p(code),
+                                    _p(first))
     if distinct < 0:
-        raise _out_of_memory("factorising call sites")
+        raise _out_of_memory("factorising keys")
     return code, first[:distinct]
 
 

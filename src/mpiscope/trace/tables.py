@@ -24,7 +24,12 @@ Rows = dict[str, np.ndarray]
 
 
 def nullable(values: np.ndarray, valid: np.ndarray, name: str) -> pl.Series:
-    return pl.Series(name, pl.from_arrow(pa.array(values, mask=~valid)))
+    """values where valid, else null: an Arrow array over values' own buffer."""
+    values = np.ascontiguousarray(values)
+    bitmap = np.packbits(valid, bitorder="little")  # Arrow's validity bitmap
+    array = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size,
+                                  [pa.py_buffer(bitmap), pa.py_buffer(values)])
+    return pl.Series(name, pl.from_arrow(array))
 
 
 def role_is(role: np.ndarray, *roles: str) -> np.ndarray:

@@ -82,14 +82,16 @@ int msm_events(const struct msm_columns *rec, int64_t n, const struct msm_event_
     return 0;
 }
 
-int64_t msm_factorize(const uint64_t *key, int64_t n, int32_t *code, int64_t *first)
+int64_t msm_factorize(const int32_t *rank, const uint64_t *value, int64_t n, int32_t *code, int64_t *first)
 {
+    const uint64_t low48 = (1ull << 48) - 1;
     struct msm_map seen;
     if (msm_map_init(&seen, 1024) != 0)
         return -1;
     int64_t distinct = 0;
     for (int64_t i = 0; i < n; i++) {
-        uint64_t s = msm_map_slot(&seen, key[i]);
+        uint64_t key = rank ? (uint64_t)(uint32_t)rank[i] << 48 | (value[i] & low48) : value[i];
+        uint64_t s = msm_map_slot(&seen, key);
         if (seen.vals[s] < 0) {
             if (2 * (uint64_t)(distinct + 1) > seen.mask) {  /* half full: grow, re-insert */
                 struct msm_map big;
@@ -105,9 +107,9 @@ int64_t msm_factorize(const uint64_t *key, int64_t n, int32_t *code, int64_t *fi
                     }
                 msm_map_free(&seen);
                 seen = big;
-                s = msm_map_slot(&seen, key[i]);
+                s = msm_map_slot(&seen, key);
             }
-            seen.keys[s] = key[i];
+            seen.keys[s] = key;
             seen.vals[s] = distinct;
             first[distinct++] = i;
         }

@@ -8,12 +8,6 @@
 
 #include "merge.h"
 
-struct side {
-    const int64_t *const *env;  /* comm, src, dst, tag */
-    const int64_t *t, *ev;
-    int64_t n;
-};
-
 struct groups {
     struct msm_map map;   /* envelope hash -> latest group with that hash */
     int64_t (*env)[4];
@@ -81,10 +75,10 @@ static int64_t group_of(struct groups *g, const int64_t e[4])
     return j;
 }
 
-static int64_t assign(struct groups *g, const struct side *sd, int64_t *gid)
+static int64_t assign(struct groups *g, const struct msm_envelopes *sd, int64_t *gid)
 {
     for (int64_t i = 0; i < sd->n; i++) {
-        int64_t e[4] = {sd->env[0][i], sd->env[1][i], sd->env[2][i], sd->env[3][i]};
+        int64_t e[4] = {sd->comm[i], sd->src[i], sd->dst[i], sd->tag[i]};
         if ((gid[i] = group_of(g, e)) < 0)
             return -1;
     }
@@ -110,7 +104,7 @@ static int lay_out(const int64_t *gid, int64_t n, int64_t ngroups, int64_t *star
 }
 
 /* Posting order: time, then event id, then input (recording) order. */
-static int posting_cmp(const struct side *s, int64_t a, int64_t b)
+static int posting_cmp(const struct msm_envelopes *s, int64_t a, int64_t b)
 {
     if (s->t[a] != s->t[b])
         return s->t[a] < s->t[b] ? -1 : 1;
@@ -120,7 +114,7 @@ static int posting_cmp(const struct side *s, int64_t a, int64_t b)
 }
 
 /* qsort takes no context argument */
-static _Thread_local const struct side *sort_side;
+static _Thread_local const struct msm_envelopes *sort_side;
 static _Thread_local const int64_t (*sort_env)[4];
 
 static int by_posting(const void *pa, const void *pb)
@@ -128,7 +122,7 @@ static int by_posting(const void *pa, const void *pb)
     return posting_cmp(sort_side, *(const int64_t *)pa, *(const int64_t *)pb);
 }
 
-static void order_group(const struct side *sd, int64_t *m, int64_t len)
+static void order_group(const struct msm_envelopes *sd, int64_t *m, int64_t len)
 {
     for (int64_t k = 1; k < len; k++)
         if (posting_cmp(sd, m[k - 1], m[k]) > 0) {
@@ -159,14 +153,14 @@ static void free_laid_out(struct laid_out *l)
     free(l->member);
 }
 
-static int group_side(struct groups *g, const struct side *sd, struct laid_out *l)
+static int group_side(struct groups *g, const struct msm_envelopes *sd, struct laid_out *l)
 {
     l->gid = malloc((size_t)(sd->n ? sd->n : 1) * sizeof *l->gid);
     l->member = malloc((size_t)(sd->n ? sd->n : 1) * sizeof *l->member);
     return !l->gid || !l->member || assign(g, sd, l->gid) != 0 ? -1 : 0;
 }
 
-static int64_t pair_up(const struct groups *g, const struct side *s, struct laid_out *ls, const struct side *r,
+static int64_t pair_up(const struct groups *g, const struct msm_envelopes *s, struct laid_out *ls, const struct msm_envelopes *r,
                        struct laid_out *lr, int64_t *si, int64_t *ri)
 {
     int64_t *order = malloc((size_t)(g->count ? g->count : 1) * sizeof *order);
@@ -194,11 +188,8 @@ static int64_t pair_up(const struct groups *g, const struct side *s, struct laid
     return out;
 }
 
-int64_t msm_match(const int64_t *const send_env[4], const int64_t *send_t, const int64_t *send_ev, int64_t nsend,
-                  const int64_t *const recv_env[4], const int64_t *recv_t, const int64_t *recv_ev, int64_t nrecv,
-                  int64_t *si, int64_t *ri)
+int64_t msm_match(const struct msm_envelopes *s, const struct msm_envelopes *r, int64_t *si, int64_t *ri)
 {
-    struct side s = {send_env, send_t, send_ev, nsend}, r = {recv_env, recv_t, recv_ev, nrecv};
     struct groups g = {.cap = 64};
     struct laid_out ls = {0}, lr = {0};
     int64_t out = -1;
@@ -206,14 +197,14 @@ int64_t msm_match(const int64_t *const send_env[4], const int64_t *send_t, const
     g.next = malloc((size_t)g.cap * sizeof *g.next);
     if (!g.env || !g.next || msm_map_init(&g.map, 1024) != 0)
         goto done;
-    if (group_side(&g, &s, &ls) != 0 || group_side(&g, &r, &lr) != 0)
+    if (group_side(&g, s, &ls) != 0 || group_side(&g, r, &lr) != 0)
         goto done;
     ls.start = malloc((size_t)(g.count + 1) * sizeof *ls.start);
     lr.start = malloc((size_t)(g.count + 1) * sizeof *lr.start);
-    if (!ls.start || !lr.start || lay_out(ls.gid, nsend, g.count, ls.start, ls.member) != 0 ||
-        lay_out(lr.gid, nrecv, g.count, lr.start, lr.member) != 0)
+    if (!ls.start || !lr.start || lay_out(ls.gid, s->n, g.count, ls.start, ls.member) != 0 ||
+        lay_out(lr.gid, r->n, g.count, lr.start, lr.member) != 0)
         goto done;
-    out = pair_up(&g, &s, &ls, &r, &lr, si, ri);
+    out = pair_up(&g, s, &ls, r, &lr, si, ri);
 done:
     free_laid_out(&ls);
     free_laid_out(&lr);

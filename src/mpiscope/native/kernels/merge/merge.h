@@ -147,9 +147,17 @@ MSM_API int msm_link_starts(const struct msm_columns *rec, int64_t n, uint8_t ro
                             int64_t *t_complete, int64_t *completed_by, int32_t *peer, int32_t *tag,
                             int64_t *bytes);
 
-MSM_API int64_t msm_match(const int64_t *const send_env[4], const int64_t *send_t, const int64_t *send_ev,
-                          int64_t nsend, const int64_t *const recv_env[4], const int64_t *recv_t,
-                          const int64_t *recv_ev, int64_t nrecv, int64_t *si, int64_t *ri);
+/* One side of the matching: envelopes (comm, src, dst, tag), posting time and event. */
+struct msm_envelopes {
+    const int64_t *comm, *t, *ev;
+    const int32_t *src, *dst, *tag;
+    int64_t n;
+};
+
+/* Matched (send, receive) index pairs into si, ri (min(sends, receives) long
+ * at least); returns their number, -1 when out of memory. */
+MSM_API int64_t msm_match(const struct msm_envelopes *sends, const struct msm_envelopes *recvs, int64_t *si,
+                          int64_t *ri);
 
 /* counts = (sends, receives); with sends or recvs NULL, only counts. */
 MSM_API int msm_p2p(const struct msm_columns *rec, int64_t n, const uint8_t *kind_of_role,
@@ -160,7 +168,10 @@ MSM_API int msm_events(const struct msm_columns *rec, int64_t n, const struct ms
                        int32_t workers, const struct msm_events *out);
 
 /* Dense codes of keys by first appearance; first[c] = first row of code c.
- * Returns the number of distinct keys, -1 when out of memory. */
-MSM_API int64_t msm_factorize(const uint64_t *key, int64_t n, int32_t *code, int64_t *first);
+ * The key of row i is value[i], or with rank given the call-site key
+ * rank[i] << 48 | (value[i] & (2^48 - 1)). Returns the number of distinct
+ * keys, -1 when out of memory. */
+MSM_API int64_t msm_factorize(const int32_t *rank, const uint64_t *value, int64_t n, int32_t *code,
+                              int64_t *first);
 
 #endif
