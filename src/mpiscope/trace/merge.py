@@ -30,6 +30,7 @@ from mpiscope.trace.match import P2P, match_messages, p2p_sides
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.tables import (
+    Rows,
     collectives_table,
     event_rows,
     events_frame,
@@ -102,16 +103,19 @@ def _merge(trace_dir: Path) -> MergeResult:
     nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1)
     links = link_starts(rec)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        # Two cores: matching runs beside the events kernel, and the events
-        # table, whose write takes longest, is written beside the others.
+        # Two cores: matching runs beside the events kernel and the building
+        # of the events and collectives tables, and the events table, whose
+        # write takes longest, is written beside the others. Those tables are
+        # built before matching has found the clock shifts, which are zero
+        # unless offsets were mismeasured, and built again when they are not.
         # The kernels, NumPy, Polars and pyarrow release the GIL.
         matched = pool.submit(_match, rec, links, nranks)
         rows = event_rows(rec, links, calls)
+        ev, colls = _events_and_collectives(pool, rows, comms, calls, trace_dir)
         p2p, si, ri, shifts, feasible = matched.result()
-        shift_rows(rows, shifts)
-        frame = pool.submit(events_frame, rows, calls, trace_dir)
-        colls, coll_id = collectives_table(rows, comms, calls)
-        ev = frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id"))
+        if shifts.any():
+            shift_rows(rows, shifts)
+            ev, colls = _events_and_collectives(pool, rows, comms, calls, trace_dir)
         events_written = pool.submit(_write_one, trace_dir, "events", ev)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
@@ -154,6 +158,14 @@ def _match(rec: Records, links: StartLinks, nranks: int) -> tuple[P2P, np.ndarra
     shifts, feasible = causality_shifts(p2p.sends.src[si][done], p2p.recvs.dst[ri][done],
                                         p2p.sends.posted[si][done], p2p.recv_leave[ri][done], nranks)
     return p2p, si, ri, shifts, feasible
+
+
+def _events_and_collectives(pool: ThreadPoolExecutor, rows: Rows, comms: pl.DataFrame, calls: CallTable,
+                            trace_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """events.parquet and collectives.parquet, built side by side."""
+    frame = pool.submit(events_frame, rows, calls, trace_dir)
+    colls, coll_id = collectives_table(rows, comms, calls)
+    return frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id")), colls
 
 
 def _write_parquet(df: pl.DataFrame, path: Path) -> None:
