@@ -100,7 +100,10 @@ def _merge(trace_dir: Path) -> MergeResult:
     files = [read_rank_file(p, len(calls.names)) for p in rank_files(trace_dir)]
     warnings = [w for f in files for w in f.warnings] + _unfinished(files)
     rec, comms = build_records(files, calls)
+    for f in files:  # the records are copied into rec: unmap the files (peak memory)
+        f.blocks.clear()
     nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1)
+    stuck, clocks = _stuck_calls(rec, calls), rec.clocks
     links = link_starts(rec)
     with ThreadPoolExecutor(max_workers=2) as pool:
         # Two cores: matching runs beside the events kernel and the building
@@ -113,6 +116,7 @@ def _merge(trace_dir: Path) -> MergeResult:
         rows = event_rows(rec, links, calls)
         ev, colls = _events_and_collectives(pool, rows, comms, calls, trace_dir)
         p2p, si, ri, shifts, feasible = matched.result()
+        del rec  # every table has its own columns now (peak memory)
         if shifts.any():
             shift_rows(rows, shifts)
             ev, colls = _events_and_collectives(pool, rows, comms, calls, trace_dir)
@@ -137,10 +141,10 @@ def _merge(trace_dir: Path) -> MergeResult:
                    "dropped": int(sum(int(f.header["dropped"]) for f in files))},
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
         "truncated_ranks": [f.rank for f in files if f.cut_off],
-        "unfinished_calls": _stuck_calls(rec, calls),
+        "unfinished_calls": stuck,
         "hosts": {str(f.rank): f.header["hostname"].decode(errors="replace") for f in files},
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
-                  "ranks": [c.to_dict() for c in rec.clocks.values()],
+                  "ranks": [c.to_dict() for c in clocks.values()],
                   "causality_shift_ns": shifts.tolist()},
         "t0_ns": int(rows["t_enter"].min()) if nevents else 0,
         "warnings": warnings,
