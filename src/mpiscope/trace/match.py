@@ -74,13 +74,12 @@ def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
 
 
 def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:
-    """rows: group event comm seq call root bytes t_enter_ns t_done_ns, one per rank and
-    call; group numbers the instances, one per (comm, seq). Returns one row per instance
-    with its group, numbered (coll_id) by first entry."""
+    """rows: coll_id comm call root bytes t_enter_ns t_done_ns, one per rank and call of
+    each instance (coll_id). Returns one row per instance."""
     return (
-        rows.group_by("group")
+        rows.group_by("coll_id")
         .agg(
-            pl.col("comm").first(), pl.col("seq").first(),
+            pl.col("comm").first(),
             pl.col("call").first(),
             pl.col("call").n_unique().alias("calls_seen"),
             pl.col("root").drop_nulls().first(),
@@ -91,9 +90,8 @@ def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFr
             pl.col("t_done_ns").min().alias("t_first_leave_ns"),
             pl.col("t_done_ns").max().alias("t_last_leave_ns"),
         )
-        .sort("t_first_enter_ns", "comm", "seq")
-        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("coll_id"))
+        .sort("coll_id")
         .join(comm_sizes, on="comm", how="left")
-        .select("group", "coll_id", "call", "comm", "seq", "root", "bytes", "ranks", "comm_size", "calls_seen",
+        .select("coll_id", "call", "comm", "root", "bytes", "ranks", "comm_size", "calls_seen",
                 "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
     )

@@ -31,6 +31,7 @@ from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.tables import (
     Rows,
+    collective_ids,
     collectives_table,
     event_rows,
     events_frame,
@@ -107,20 +108,21 @@ def _merge(trace_dir: Path) -> MergeResult:
     links = link_starts(rec)
     with ThreadPoolExecutor(max_workers=2) as pool:
         # Two cores: matching runs beside the events kernel and the building
-        # of the events and collectives tables, and the events table, whose
-        # write takes longest, is written beside the others. Those tables are
-        # built before matching has found the clock shifts, which are zero
-        # unless offsets were mismeasured, and built again when they are not.
-        # The kernels, NumPy, Polars and pyarrow release the GIL.
+        # of the events table, which is written (the longest step) beside the
+        # building and writing of the other tables. The events table is built
+        # before matching has found the clock shifts, which are zero unless
+        # offsets were mismeasured, and built again when they are not. The
+        # kernels, NumPy, Polars and pyarrow release the GIL.
         matched = pool.submit(_match, rec, links, nranks)
         rows = event_rows(rec, links, calls)
-        ev, colls = _events_and_collectives(pool, rows, comms, calls, trace_dir)
+        ev, coll_id = _events(pool, rows, calls, trace_dir)
         p2p, si, ri, shifts, feasible = matched.result()
         del rec  # every table has its own columns now (peak memory)
         if shifts.any():
             shift_rows(rows, shifts)
-            ev, colls = _events_and_collectives(pool, rows, comms, calls, trace_dir)
+            ev, coll_id = _events(pool, rows, calls, trace_dir)
         events_written = pool.submit(_write_one, trace_dir, "events", ev)
+        colls = collectives_table(rows, coll_id, comms, calls)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
             _write_one(trace_dir, name, df)
@@ -164,12 +166,12 @@ def _match(rec: Records, links: StartLinks, nranks: int) -> tuple[P2P, np.ndarra
     return p2p, si, ri, shifts, feasible
 
 
-def _events_and_collectives(pool: ThreadPoolExecutor, rows: Rows, comms: pl.DataFrame, calls: CallTable,
-                            trace_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """events.parquet and collectives.parquet, built side by side."""
+def _events(pool: ThreadPoolExecutor, rows: Rows, calls: CallTable, trace_dir: Path) -> tuple[pl.DataFrame,
+                                                                                             np.ndarray]:
+    """events.parquet and each row's collective instance; its columns and those ids side by side."""
     frame = pool.submit(events_frame, rows, calls, trace_dir)
-    colls, coll_id = collectives_table(rows, comms, calls)
-    return frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id")), colls
+    coll_id = collective_ids(rows)
+    return frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id")), coll_id
 
 
 def _write_parquet(df: pl.DataFrame, path: Path) -> None:

@@ -56,24 +56,34 @@ def shift_rows(e: Rows, shifts: np.ndarray) -> None:
         e[name] += np.where(e[name] >= 0, s, 0)
 
 
-def collectives_table(e: Rows, comms: pl.DataFrame, calls: CallTable) -> tuple[pl.DataFrame, np.ndarray]:
-    """collectives.parquet, and the instance (coll_id, -1 if none) of every event row."""
+def collective_ids(e: Rows) -> np.ndarray:
+    """The instance (coll_id) of every event row, -1 if none. (comm, sequence number)
+    names an instance (match.py); instances are numbered by first entry, then comm,
+    then sequence number."""
     idx = np.flatnonzero((e["role"] == ROLE["coll"]) & (e["comm"] >= 0))
-    peer, t_complete, t_leave = e["peer"][idx], e["t_complete"][idx], e["t_leave"][idx]
-    t_done = np.where(t_complete >= 0, t_complete, t_leave)
-    comm, seq = e["comm"][idx], e["tag"][idx]  # a collective's tag field holds its sequence number
-    group, _ = native.factorize(((comm << 32) + seq).view(np.uint64))
-    rows = pl.DataFrame([
-        pl.Series("group", group), pl.Series("event", e["event"][idx]), pl.Series("comm", comm),
-        pl.Series("seq", seq), calls.series(e["call"][idx]), nullable(peer, peer >= 0, "root"), pl.Series("bytes", e["bytes"][idx]),
-        pl.Series("t_enter_ns", e["t_enter"][idx]), nullable(t_done, t_done >= 0, "t_done_ns"),
-    ])
-    inst = group_collectives(rows, comms.select("comm", "comm_size"))
-    coll_of_group = np.empty(inst.height, np.int64)
-    coll_of_group[inst["group"].to_numpy()] = inst["coll_id"].to_numpy()
+    comm, seq, t_enter = e["comm"][idx], e["tag"][idx], e["t_enter"][idx]  # tag: the sequence number
+    group, first = native.factorize(((comm << 32) + seq).view(np.uint64))
+    first_enter = t_enter[first]
+    np.minimum.at(first_enter, group, t_enter)
+    order = np.lexsort((seq[first], comm[first], first_enter))
+    coll_of_group = np.empty(order.size, np.int64)
+    coll_of_group[order] = np.arange(order.size)
     coll_id = np.full(e["event"].size, -1, np.int64)
     coll_id[idx] = coll_of_group[group]
-    return inst.drop("group", "seq"), coll_id
+    return coll_id
+
+
+def collectives_table(e: Rows, coll_id: np.ndarray, comms: pl.DataFrame, calls: CallTable) -> pl.DataFrame:
+    """collectives.parquet, from the event rows and their instances (collective_ids)."""
+    idx = np.flatnonzero(coll_id >= 0)
+    peer, t_complete, t_leave = e["peer"][idx], e["t_complete"][idx], e["t_leave"][idx]
+    t_done = np.where(t_complete >= 0, t_complete, t_leave)
+    rows = pl.DataFrame([
+        pl.Series("coll_id", coll_id[idx]), pl.Series("comm", e["comm"][idx]), calls.series(e["call"][idx]),
+        nullable(peer, peer >= 0, "root"), pl.Series("bytes", e["bytes"][idx]),
+        pl.Series("t_enter_ns", e["t_enter"][idx]), nullable(t_done, t_done >= 0, "t_done_ns"),
+    ])
+    return group_collectives(rows, comms.select("comm", "comm_size"))
 
 
 def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
