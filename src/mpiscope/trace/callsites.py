@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from mpiscope.trace import native
+
 _MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) \S+ \d+\s+(/\S.*)$")
 
 
@@ -100,10 +102,6 @@ def resolve_callsites(trace_dir: Path, ranks: list[int], addrs: list[int]) -> li
 
 def callsite_column(trace_dir: Path, rank: np.ndarray, addr: np.ndarray) -> pl.Series:
     """The `callsite` column: labels resolved once per distinct (rank, address)."""
-    key = rank.astype(np.uint64) << np.uint64(48) | (addr.astype(np.uint64) & np.uint64((1 << 48) - 1))
-    # hash-based factorisation (parallel in Polars) rather than a full sort
-    codes = pl.DataFrame({"k": key}).with_row_index("i").group_by("k").agg(pl.col("i").first())
-    first = codes["i"].to_numpy()
+    code, first = native.factorize(addr, rank)  # key (rank, address): a hash table, one pass, no sort
     labels = resolve_callsites(trace_dir, rank[first].tolist(), addr[first].tolist())
-    lookup = pl.DataFrame({"k": codes["k"], "callsite": pl.Series(labels, dtype=pl.Categorical)})
-    return pl.DataFrame({"k": key}).join(lookup, on="k", how="left", maintain_order="left")["callsite"]
+    return pl.Series("callsite", labels, dtype=pl.Categorical).gather(pl.Series(code.view(np.uint32)))

@@ -1,4 +1,4 @@
-"""Point-to-point matching and collective grouping, vectorised.
+"""Point-to-point matching (in native/kernels/merge/match.c) and collective grouping.
 
 Messages: MPI's non-overtaking rule says that two messages with the same
 (communicator, source, destination, tag) are received in the order they were
@@ -20,6 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from mpiscope.trace import native
+from mpiscope.trace.columns import ROLE, ROLES, Records
+from mpiscope.trace.requests import StartLinks
+
 
 @dataclass
 class Side:
@@ -36,47 +40,46 @@ class Side:
         return int(self.comm.size)
 
 
+@dataclass
+class P2P:
+    sends: Side
+    send_bytes: np.ndarray
+    send_leave: np.ndarray
+    recvs: Side
+    recv_bytes: np.ndarray
+    recv_leave: np.ndarray
+
+
+# merge.h's MSM_* bits: what each role is for point-to-point traffic
+_P2P_KINDS = {1: ("send",), 2: ("isend", "psend", "isendrecv"), 4: ("recv", "recv_part"),
+              8: ("irecv", "precv", "isendrecv"), 16: ("mprobe",), 32: ("mrecv",), 64: ("imrecv",)}
+
+
+def p2p_sides(rec: Records, links: StartLinks) -> P2P:
+    kind = np.zeros(len(ROLES), np.uint8)
+    for bit, roles in _P2P_KINDS.items():
+        kind[[ROLE[r] for r in roles]] |= bit
+    s, r = native.p2p(rec.columns(), kind, links.columns())
+    return P2P(Side(s["comm"], s["src"], s["dst"], s["tag"], s["posted"], s["event"]), s["bytes"], s["leave"],
+               Side(r["comm"], r["src"], r["dst"], r["tag"], r["posted"], r["event"]), r["bytes"], r["leave"])
+
+
 def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
-    """Indices (into sends, into recvs) of the matched pairs, in envelope order."""
-    n_s = sends.size
+    """Indices (into sends, into recvs) of the matched pairs, in envelope order
+    (communicator, source, destination, tag), then posting order (time, event)."""
+    def side(s: Side) -> dict[str, np.ndarray]:
+        return {"comm": s.comm, "src": s.src, "dst": s.dst, "tag": s.tag, "t": s.posted, "ev": s.event}
 
-    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.concatenate([a, b])
-
-    env = (cat(sends.comm, recvs.comm).astype(np.int64) << 40) | (cat(sends.src, recvs.src).astype(np.int64) << 20) \
-        | cat(sends.dst, recvs.dst).astype(np.int64)
-    df = pl.DataFrame({"env": env, "tag": cat(sends.tag, recvs.tag).astype(np.int64),
-                       "side": np.r_[np.zeros(n_s, np.int8), np.ones(recvs.size, np.int8)],
-                       "t": cat(sends.posted, recvs.posted), "ev": cat(sends.event, recvs.event),
-                       "i": np.r_[np.arange(n_s), np.arange(recvs.size)]})
-    s = df.sort("env", "tag", "side", "t", "ev")
-    env_s, tag_s, side_s = s["env"].to_numpy(), s["tag"].to_numpy(), s["side"].to_numpy()
-    idx_s = s["i"].to_numpy()
-    n = env_s.size
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    new_group = np.r_[True, (env_s[1:] != env_s[:-1]) | (tag_s[1:] != tag_s[:-1])]
-    group = np.cumsum(new_group) - 1
-    new_run = new_group | np.r_[True, side_s[1:] != side_s[:-1]]
-    run_start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
-    k = np.arange(n) - run_start
-    n_groups = int(group[-1]) + 1
-    sends_in = np.bincount(group, weights=(side_s == 0), minlength=n_groups).astype(np.int64)
-    recvs_in = np.bincount(group, weights=(side_s == 1), minlength=n_groups).astype(np.int64)
-    take_s = (side_s == 0) & (k < recvs_in[group])
-    take_r = (side_s == 1) & (k < sends_in[group])
-    # both selections are in (group, k) order, so they pair up elementwise
-    return idx_s[take_s], idx_s[take_r]
+    return native.match(side(sends), side(recvs))
 
 
 def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:
-    """rows: event comm seq call root bytes t_enter_ns t_done_ns (one per rank and call).
-    Returns one row per instance, numbered by first entry."""
+    """rows: coll_id comm call root bytes t_enter_ns t_done_ns, one per rank and call of
+    each instance (coll_id). Returns one row per instance."""
     return (
-        rows.with_columns((pl.col("comm") * (1 << 32) + pl.col("seq")).alias("key"))
-        .group_by("key")
+        rows.group_by("coll_id")
         .agg(
-            pl.col("comm").first(), pl.col("seq").first(),
+            pl.col("comm").first(),
             pl.col("call").first(),
             pl.col("call").n_unique().alias("calls_seen"),
             pl.col("root").drop_nulls().first(),
@@ -87,9 +90,8 @@ def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFr
             pl.col("t_done_ns").min().alias("t_first_leave_ns"),
             pl.col("t_done_ns").max().alias("t_last_leave_ns"),
         )
-        .sort("t_first_enter_ns", "comm", "seq")
-        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("coll_id"))
+        .sort("coll_id")
         .join(comm_sizes, on="comm", how="left")
-        .select("coll_id", "call", "comm", "seq", "root", "bytes", "ranks", "comm_size", "calls_seen",
+        .select("coll_id", "call", "comm", "root", "bytes", "ranks", "comm_size", "calls_seen",
                 "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
     )

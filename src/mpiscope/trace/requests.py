@@ -3,7 +3,9 @@
 A completion record (Wait/Test/Waitany/Testany, or a sub:complete of
 Waitall & co) carries the id of the request it finished and, for receives,
 the status envelope. Requests MPI returned as shared, already complete
-objects are complete at their start.
+objects are complete at their start. The first completion of a (rank,
+request id) finishes it; the kernel (native/kernels/merge/links.c) finds it
+through a hash table.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mpiscope.trace import native
 from mpiscope.trace.columns import ROLE, Records
 
 
@@ -24,31 +27,14 @@ class StartLinks:
     tag: np.ndarray
     bytes: np.ndarray
 
-    def select(self, mask: np.ndarray) -> StartLinks:
-        return StartLinks(*(a[mask] for a in (self.index, self.t_complete, self.completed_by, self.peer,
-                                               self.tag, self.bytes)))
-
-
-def request_key(rec: Records, idx: np.ndarray) -> np.ndarray:
-    """(rank, request id) of records as one int64: request ids are rank-local."""
-    return np.asarray(rec.rank[idx].astype(np.int64) << 32 | rec.req[idx])
+    def columns(self) -> dict[str, np.ndarray]:
+        """The arrays by name, as the kernels take them."""
+        return {"index": self.index, "t_complete": self.t_complete, "completed_by": self.completed_by,
+                "peer": self.peer, "tag": self.tag, "bytes": self.bytes}
 
 
 def link_starts(rec: Records) -> StartLinks:
-    parent_event = rec.parent_event
-    done = np.flatnonzero((rec.role == ROLE["complete"]) & (rec.req != 0) & (rec.t_leave >= 0))
-    dkey, first = np.unique(request_key(rec, done), return_index=True)
-    done = done[first]
-    late = np.unique(request_key(rec, np.flatnonzero(rec.role == ROLE["immediate"])))
     start = np.flatnonzero(rec.starts & (rec.req != 0) & (rec.t_leave >= 0))
-    skey = request_key(rec, start)
-    pos = np.minimum(np.searchsorted(dkey, skey), max(dkey.size - 1, 0))
-    found = (dkey[pos] == skey) if dkey.size else np.zeros(start.size, bool)
-    comp = np.where(found, done[pos] if dkey.size else 0, 0)
-    immediate = rec.immediate[start] | np.isin(skey, late)
-    t_complete = np.where(immediate, rec.t_leave[start], np.where(found, rec.t_leave[comp], -1))
-    completed_by = np.where(immediate, parent_event[start], np.where(found, parent_event[comp], -1))
-    missing = ~found
-    peer = np.where(missing, -1, rec.peer[comp])
-    return StartLinks(start, t_complete, completed_by, peer, np.where(missing, 0, rec.tag[comp]),
-                      np.where(missing, 0, rec.bytes[comp]))
+    t_complete, completed_by, peer, tag, nbytes = native.link_starts(
+        rec.columns(), start, ROLE["complete"], ROLE["immediate"])
+    return StartLinks(start, t_complete, completed_by, peer, tag, nbytes)

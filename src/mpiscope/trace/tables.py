@@ -1,0 +1,131 @@
+"""The merged tables built from the kernels' arrays: events, collectives, messages.
+
+Rows of events.parquet come from the events kernel as NumPy arrays (one per
+call record, row = event id); null is encoded by a sentinel there and
+becomes an Arrow validity mask here, without copying the values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from mpiscope.trace import native
+from mpiscope.trace import record as R
+from mpiscope.trace.callsites import callsite_column
+from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, ROLES, CallTable, Records
+from mpiscope.trace.match import P2P, group_collectives
+from mpiscope.trace.requests import StartLinks
+
+Rows = dict[str, np.ndarray]
+
+
+def nullable(values: np.ndarray, valid: np.ndarray, name: str) -> pl.Series:
+    """values where valid, else null: an Arrow array over values' own buffer."""
+    values = np.ascontiguousarray(values)
+    bitmap = np.packbits(valid, bitorder="little")  # Arrow's validity bitmap
+    array = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size,
+                                  [pa.py_buffer(bitmap), pa.py_buffer(values)])
+    return pl.Series(name, pl.from_arrow(array))
+
+
+def role_is(role: np.ndarray, *roles: str) -> np.ndarray:
+    """role in roles, through a table over the role codes: one gather (np.isin sorts)."""
+    table = np.zeros(len(ROLES), bool)
+    table[[ROLE[r] for r in roles]] = True
+    found: np.ndarray = table[role]
+    return found
+
+
+def event_rows(rec: Records, links: StartLinks, calls: CallTable) -> Rows:
+    nevents = int(np.count_nonzero(rec.call >= FIRST_TABLE_ID))
+    return native.events(rec.columns(), nevents, FIRST_TABLE_ID, calls.enum_codes(), links.index,
+                         links.t_complete, links.completed_by)
+
+
+def shift_rows(e: Rows, shifts: np.ndarray) -> None:
+    """Add the per-rank clock shifts (ns) to every time of the rows, in place."""
+    if not shifts.any():
+        return
+    s = shifts[e["rank"]]
+    e["t_enter"] += s
+    for name in ("t_leave", "t_complete"):  # -1: none
+        e[name] += np.where(e[name] >= 0, s, 0)
+
+
+def collective_ids(e: Rows) -> np.ndarray:
+    """The instance (coll_id) of every event row, -1 if none. (comm, sequence number)
+    names an instance (match.py); instances are numbered by first entry, then comm,
+    then sequence number."""
+    idx = np.flatnonzero((e["role"] == ROLE["coll"]) & (e["comm"] >= 0))
+    comm, seq, t_enter = e["comm"][idx], e["tag"][idx], e["t_enter"][idx]  # tag: the sequence number
+    group, first = native.factorize(((comm << 32) + seq).view(np.uint64))
+    first_enter = t_enter[first]
+    np.minimum.at(first_enter, group, t_enter)
+    order = np.lexsort((seq[first], comm[first], first_enter))
+    coll_of_group = np.empty(order.size, np.int64)
+    coll_of_group[order] = np.arange(order.size)
+    coll_id = np.full(e["event"].size, -1, np.int64)
+    coll_id[idx] = coll_of_group[group]
+    return coll_id
+
+
+def collectives_table(e: Rows, coll_id: np.ndarray, comms: pl.DataFrame, calls: CallTable) -> pl.DataFrame:
+    """collectives.parquet, from the event rows and their instances (collective_ids)."""
+    idx = np.flatnonzero(coll_id >= 0)
+    peer, t_complete, t_leave = e["peer"][idx], e["t_complete"][idx], e["t_leave"][idx]
+    t_done = np.where(t_complete >= 0, t_complete, t_leave)
+    rows = pl.DataFrame([
+        pl.Series("coll_id", coll_id[idx]), pl.Series("comm", e["comm"][idx]), calls.series(e["call"][idx]),
+        nullable(peer, peer >= 0, "root"), pl.Series("bytes", e["bytes"][idx]),
+        pl.Series("t_enter_ns", e["t_enter"][idx]), nullable(t_done, t_done >= 0, "t_done_ns"),
+    ])
+    return group_collectives(rows, comms.select("comm", "comm_size"))
+
+
+def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
+    """events.parquet but its last column, coll_id (from collectives_table)."""
+    role, peer, tag = e["role"], e["peer"], e["tag"]
+    coll = role == ROLE["coll"]
+    numbered = coll | role_is(role, "create", "create_win")
+    t_leave, tc, cb, comm, req = e["t_leave"], e["t_complete"], e["completed_by"], e["comm"], e["req"]
+    return pl.DataFrame([
+        pl.Series("event", e["event"]), pl.Series("rank", e["rank"]), pl.Series("thread", e["thread"]),
+        calls.series(e["call"]),
+        pl.Series("t_enter_ns", e["t_enter"]),
+        nullable(t_leave, t_leave >= 0, "t_leave_ns"),
+        nullable(comm, comm >= 0, "comm"),
+        nullable(peer, ~coll & (peer >= 0), "peer"),
+        nullable(tag, ~numbered & (tag > R.TAG_ANY), "tag"),
+        pl.Series("bytes", e["bytes"]),
+        nullable(peer, coll & (peer >= 0), "root"),
+        nullable(req, req != 0, "request"),
+        nullable(tc, tc >= 0, "t_complete_ns"),
+        nullable(cb, cb >= 0, "completed_by"),
+        nullable(tag, numbered, "seq"),
+        callsite_column(trace_dir, e["rank"], e["callsite"]),
+    ])
+
+
+def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, feasible: bool) -> pl.DataFrame:
+    s, r = p.sends, p.recvs
+    src_shift, dst_shift = shifts[s.src[si]], shifts[r.dst[ri]]
+    send_leave = p.send_leave[si]
+    recv_leave = p.recv_leave[ri]
+    recv_leave = np.where(recv_leave >= 0, recv_leave + dst_shift, -1)
+    send_enter = s.posted[si] + src_shift
+    if not feasible:  # cyclic violations no rank shift removes: clamp the rest
+        recv_leave = np.where(recv_leave >= 0, np.maximum(recv_leave, send_enter), -1)
+    df = pl.DataFrame({
+        "src": s.src[si], "dst": r.dst[ri], "tag": s.tag[si], "comm": s.comm[si], "bytes": p.send_bytes[si],
+        "recv_bytes": p.recv_bytes[ri], "t_send_enter_ns": send_enter,
+        "t_send_leave_ns": nullable(np.where(send_leave >= 0, send_leave + src_shift, 0), send_leave >= 0,
+                                    "t_send_leave_ns"),
+        "t_recv_enter_ns": r.posted[ri] + dst_shift,
+        "t_recv_leave_ns": nullable(recv_leave, recv_leave >= 0, "t_recv_leave_ns"),
+        "send_event": s.event[si], "recv_event": r.event[ri],
+    })
+    return df.sort("t_send_enter_ns", "send_event")
