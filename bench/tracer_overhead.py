@@ -8,7 +8,10 @@
   traced / untraced), from runs interleaved with their baselines: the median
   of the per-pair ratios, the ratio of the medians and the ratio of the
   fastest runs (run-to-run spread of the untraced ping-pong on a shared VM is
-  +-30 %, so one pair says little);
+  +-30 %, so one pair says little); and the same ping-pong traced and
+  untraced in one run (bench/programs/pingpong_ab.c: blocks of MPI_ calls,
+  which go through the library, alternate with blocks of PMPI_ calls, which
+  do not), the comparison least exposed to the VM's drift;
 * bytes per event: raw (fixed records) and in the merged Parquet tables;
 * mpiP's ping-pong ratio beside ours where MPIP_LIB=/path/libmpiP.so is set
   (mpiP built from its public source outside the repository).
@@ -64,13 +67,14 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="mpiscope-overhead-"))
     loop = compile_program(HERE / "programs" / "call_loop.c", out_dir=work)
     ping = compile_program(PINGPONG, out_dir=work)
+    ping_ab = compile_program(HERE / "programs" / "pingpong_ab.c", out_dir=work)
     lib = str(lib_dir() / "libmpiscope.so")
     mpip = os.environ.get("MPIP_LIB")
     base = launcher_env(dict(os.environ, HYDRA_LAUNCHER="fork"))
     base.pop("LD_PRELOAD", None)
     rows: dict[str, list[float]] = {k: [] for k in (
         "test_median", "test_mean", "iprobe_median", "iprobe_mean", "ping_ratio", "mpip_ratio",
-        "ping_untraced_us", "ping_traced_us", "ping_mpip_us")}
+        "ping_untraced_us", "ping_traced_us", "ping_mpip_us", "inrun_ratio", "inrun_mpip_ratio")}
     pingpong = [mpiexec, "-n", "2", str(ping), str(args.iters), "8"]
     for r in range(args.rounds):
         plain = run([mpiexec, "-n", "1", str(loop), str(args.calls)], base)
@@ -87,6 +91,11 @@ def main() -> int:
                 pm = run(pingpong, dict(base, LD_PRELOAD=mpip, MPIP="-f " + str(work)))["half_round_trip_us"]
                 rows["ping_mpip_us"].append(pm)
                 rows["mpip_ratio"].append(pm / p0)
+        inrun = [mpiexec, "-n", "2", str(ping_ab), "2000", "100", "8"]
+        rows["inrun_ratio"].append(run(inrun, traced_env(base, work / "ab", lib))["median_block_ratio"])
+        if mpip:
+            rows["inrun_mpip_ratio"].append(
+                run(inrun, dict(base, LD_PRELOAD=mpip, MPIP="-f " + str(work)))["median_block_ratio"])
         print(f"round {r + 1}/{args.rounds}: added per call median {rows['test_median'][-1]:.1f} ns, "
               f"ping-pong ratio {rows['ping_ratio'][-1]:.3f}", file=sys.stderr)
 
@@ -116,6 +125,9 @@ def main() -> int:
     print(f"traced/untraced: median of pair ratios {med['ping_ratio']:.3f} "
           f"({spread['ping_ratio'][0]:.3f}..{spread['ping_ratio'][1]:.3f}), ratio of medians {of_medians:.3f}, "
           f"of fastest runs {of_fastest:.3f}; target <= 1.03")
+    print(f"same run, blocks of 2000 round trips traced (MPI_) and untraced (PMPI_) alternating, median of 100 "
+          f"block ratios: {med['inrun_ratio']:.3f} ({spread['inrun_ratio'][0]:.3f}..{spread['inrun_ratio'][1]:.3f})"
+          + (f"; mpiP {med['inrun_mpip_ratio']:.3f}" if "inrun_mpip_ratio" in med else ""))
     med["ping_ratio_of_medians"] = of_medians
     med["ping_ratio_of_fastest"] = of_fastest
     if "mpip_ratio" in med:
