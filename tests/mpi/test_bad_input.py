@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.conftest import MPICH, OPENMPI, mpiscope_cli, require
 
@@ -70,6 +71,20 @@ def test_corrupt_rank_file(run_traced):
     (t.path / "raw" / "rank-000001.msc").write_bytes(os.urandom(5000))
     one_error_line(mpiscope_cli(["merge", str(t.path)]), 3, "rank-000001.msc", "not an mpiscope rank file")
     assert (t.path / "events.parquet").read_bytes() == events_before  # the earlier merge is intact
+
+
+@pytest.mark.parametrize("field, value", [("rank", 7), ("offset_init_at_ns", 2**64 - 5)])
+def test_damaged_rank_file_header(run_traced, field, value):
+    from mpiscope.trace import record as R
+
+    t = run_traced("ring", 2)
+    raw = t.path / "raw" / "rank-000001.msc"
+    data = bytearray(raw.read_bytes())
+    offset = R.FILE_HEADER_DTYPE.fields[field][1]
+    data[offset: offset + R.FILE_HEADER_DTYPE[field].itemsize] = \
+        np.array([value], R.FILE_HEADER_DTYPE[field]).tobytes()
+    raw.write_bytes(bytes(data))
+    one_error_line(mpiscope_cli(["merge", str(t.path)]), 3, "rank", "damaged", "record the program again")
 
 
 def test_truncated_rank_file_is_read_up_to_its_last_record(run_traced):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mpiscope.errors import TraceCorrupt
 from mpiscope.trace import record as R
 from mpiscope.trace.reader import RankFile
 
@@ -78,8 +79,21 @@ def rank_clocks(files: list[RankFile]) -> dict[int, RankClock]:
         off0, at0 = float(h["offset_init_ns"]), float(h["offset_init_at_ns"])
         off1, at1 = float(h["offset_end_ns"]), float(h["offset_end_at_ns"])
         drift = (off1 - off0) / (at1 - at0) if at1 > at0 else 0.0
-        clocks[f.rank] = RankClock(f.rank, tick_ref, ns_ref, rate, off0, at0, drift)
+        clock = RankClock(f.rank, tick_ref, ns_ref, rate, off0, at0, drift)
+        _check(clock)
+        clocks[f.rank] = clock
     return clocks
+
+
+def _check(c: RankClock) -> None:
+    """A damaged header must stop the merge with a sentence, not overflow in it."""
+    # ns per tick: a TSC between 1 MHz and 1 THz; drift: ppm for real clocks, noisy offsets of a short
+    # run stay far below 1
+    if max(c.tick_ref, c.ns_ref, c.offset_at_ns) < 2**63 and abs(c.offset_ns) < 2**62 \
+            and 1e-3 < c.ns_per_tick < 1e3 and abs(c.drift) < 1:
+        return
+    raise TraceCorrupt(f"rank {c.rank}'s file has damaged clock fields; remove raw/rank-{c.rank:06d}.msc "
+                       f"(its events are lost) or record the program again with mpiscope run")
 
 
 def causality_shifts(src: np.ndarray, dst: np.ndarray, send_enter: np.ndarray, recv_leave: np.ndarray,

@@ -72,6 +72,11 @@ def _header(data: np.ndarray, path: Path) -> np.void:
             or int(hdr["block_bytes"]) != R.BLOCK_BYTES or int(hdr["header_bytes"]) != R.HEADER_BYTES:
         raise TraceCorrupt(f"{path} was written by another version of mpiscope (format "
                            f"{int(hdr['version'])}); read it with that version or record again")
+    rank, size = int(hdr["rank"]), int(hdr["world_size"])
+    named = _RANK_FILE.search(path.name)
+    if not 0 <= rank < size <= R.MAX_WORLD or (named and int(named[1]) != rank):
+        raise TraceCorrupt(f"{path} has a damaged header (rank {rank} of {size}); "
+                           f"remove it or record the program again with mpiscope run")
     return hdr
 
 
