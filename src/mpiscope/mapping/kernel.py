@@ -66,12 +66,9 @@ class MoveLog:
 
 @cache
 def _lib() -> ctypes.CDLL:
-    from mpiscope.mpi.find import lib_dir
+    from mpiscope.mpi.find import load_kernel
 
-    path = lib_dir() / "libmpiscope_anneal.so"
-    if not path.is_file():
-        raise NativeBuildError(f"{path} is not built; rebuild the native parts: mpiscope doctor --rebuild")
-    lib = ctypes.CDLL(str(path))
+    lib = load_kernel("mpiscope_anneal")
     lib.msa_create.restype = c_void_p
     lib.msa_create.argtypes = [c_int, _I32P, c_int, c_int, c_int64, c_int64, _I32P, _I32P, POINTER(c_int64), _I32P]
     lib.msa_free.argtypes = [c_void_p]

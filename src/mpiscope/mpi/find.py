@@ -6,6 +6,7 @@ beside this Python (the `mpich` wheel in the venv), then PATH.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -60,6 +61,14 @@ def lib_dir() -> Path:
     where = env or ", ".join(str(c) for c in candidates)
     raise NativeBuildError(f"libmpiscope.so is not built (looked in {where}); build it: "
                            f"mpiscope doctor --rebuild")
+
+
+def load_kernel(name: str) -> ctypes.CDLL:
+    """A compute kernel built with the native parts (lib<name>.so), for ctypes."""
+    path = lib_dir() / f"lib{name}.so"
+    if not path.is_file():
+        raise NativeBuildError(f"{path} is not built; rebuild the native parts: mpiscope doctor --rebuild")
+    return ctypes.CDLL(str(path))
 
 
 def native_source_dir() -> Path:

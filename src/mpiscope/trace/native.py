@@ -15,8 +15,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mpiscope.errors import NativeBuildError
-
 I64 = npt.NDArray[np.int64]
 
 # Threads of the kernels that split their work; capped, since those passes
@@ -85,12 +83,9 @@ class _Links(ctypes.Structure):
 
 @cache
 def _lib() -> ctypes.CDLL:
-    from mpiscope.mpi.find import lib_dir
+    from mpiscope.mpi.find import load_kernel
 
-    path = lib_dir() / "libmpiscope_merge.so"
-    if not path.is_file():
-        raise NativeBuildError(f"{path} is not built; rebuild the native parts: mpiscope doctor --rebuild")
-    lib = ctypes.CDLL(str(path))
+    lib = load_kernel("mpiscope_merge")
     lib.msm_columns.restype = ctypes.c_int
     lib.msm_columns.argtypes = [c_void_p, c_int64, c_void_p, POINTER(_Tables), c_int32, POINTER(_Columns)]
     lib.msm_link_starts.restype = ctypes.c_int

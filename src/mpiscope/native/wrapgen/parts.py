@@ -138,15 +138,15 @@ def parts(entry: dict, large: bool = False) -> Parts:
             expr = f"sendbuf == MPI_IN_PLACE ? {byte_expr(entry['bytes_inplace'], call)} : {expr}"
         if "bytes_root" in entry:
             expr = f"msc_is_root(c, {entry['root']}) ? {byte_expr(entry['bytes_root'], call)} : {expr}"
-        if "status" in entry and "flag" not in entry:  # the status has the bytes that came
-            post.append(f"if (rc != MPI_SUCCESS) r->bytes = {expr};")
-        else:
-            post.append(f"r->bytes = {expr};")
     if "flag" in entry:
         post.append(f"if (rc != MPI_SUCCESS || !*{entry['flag']}) msc_no_message(r);")
         post.append("else msc_status_envelope(r, c, st);")
-    elif "status" in entry:
+    elif "status" in entry:  # the status has the bytes that came; the count only bounds them
         post.append("if (rc == MPI_SUCCESS) msc_status_envelope(r, c, st);")
+        if "bytes" in entry:
+            post.append(f"else r->bytes = {expr};")
+    if "bytes" in entry and "status" not in entry:
+        post.append(f"r->bytes = {expr};")
     if "message" in entry:
         cond = f"*{entry['flag']} && " if "flag" in entry else ""
         post.append(f"if (rc == MPI_SUCCESS && {cond}1) r->req = msc_msg_start(*{entry['message']}, c);")
