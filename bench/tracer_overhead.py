@@ -74,7 +74,8 @@ def main() -> int:
     base.pop("LD_PRELOAD", None)
     rows: dict[str, list[float]] = {k: [] for k in (
         "test_median", "test_mean", "iprobe_median", "iprobe_mean", "ping_ratio", "mpip_ratio",
-        "ping_untraced_us", "ping_traced_us", "ping_mpip_us", "inrun_ratio", "inrun_mpip_ratio")}
+        "ping_untraced_us", "ping_traced_us", "ping_mpip_us", "inrun_ratio", "inrun_mpip_ratio",
+        "inrun_no_tool_ratio")}
     pingpong = [mpiexec, "-n", "2", str(ping), str(args.iters), "8"]
     for r in range(args.rounds):
         plain = run([mpiexec, "-n", "1", str(loop), str(args.calls)], base)
@@ -93,6 +94,8 @@ def main() -> int:
                 rows["mpip_ratio"].append(pm / p0)
         inrun = [mpiexec, "-n", "2", str(ping_ab), "2000", "100", "8"]
         rows["inrun_ratio"].append(run(inrun, traced_env(base, work / "ab", lib))["median_block_ratio"])
+        # The harness's own bias: with no tool loaded MPI_ and PMPI_ are the same code.
+        rows["inrun_no_tool_ratio"].append(run(inrun, base)["median_block_ratio"])
         if mpip:
             rows["inrun_mpip_ratio"].append(
                 run(inrun, dict(base, LD_PRELOAD=mpip, MPIP="-f " + str(work)))["median_block_ratio"])
@@ -128,6 +131,9 @@ def main() -> int:
     print(f"same run, blocks of 2000 round trips traced (MPI_) and untraced (PMPI_) alternating, median of 100 "
           f"block ratios: {med['inrun_ratio']:.3f} ({spread['inrun_ratio'][0]:.3f}..{spread['inrun_ratio'][1]:.3f})"
           + (f"; mpiP {med['inrun_mpip_ratio']:.3f}" if "inrun_mpip_ratio" in med else ""))
+    print(f"  harness check, no tool loaded (MPI_ and PMPI_ blocks run the same code): "
+          f"{med['inrun_no_tool_ratio']:.3f} ({spread['inrun_no_tool_ratio'][0]:.3f}.."
+          f"{spread['inrun_no_tool_ratio'][1]:.3f})")
     med["ping_ratio_of_medians"] = of_medians
     med["ping_ratio_of_fastest"] = of_fastest
     if "mpip_ratio" in med:

@@ -190,3 +190,31 @@ def test_pcontrol_pauses_and_resumes(run_traced, any_mpi):
     assert colls.height == 5 and (colls["ranks"] == N).all()
     # collective numbering went on while paused: 3 barriers, 5 allreduces, then the 2 bcasts
     assert sorted(by_call(ev, "MPI_Bcast")["seq"].unique().to_list()) == [8, 9]
+
+
+@pytest.mark.mpi(ranks=N)
+@pytest.mark.parametrize("mode", ["", "mixed"])
+def test_sessions_program_recorded_without_mpi_init(run_traced, mpich, mode):
+    # MPICH only: the Open MPI wheel's mpi.h says MPI 3.1, so its library has no session wrappers.
+    t = run_traced("sessions", N, args=[mode] if mode else [], mpi=mpich)
+    ev = t.events().collect()
+    assert by_call(ev, "MPI_Session_init").height == N
+    assert by_call(ev, "MPI_Session_finalize").height == N
+    assert by_call(ev, "MPI_Comm_create_from_group").height == 2 * N
+    m = t.messages().collect()
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    ring = m.filter(pl.col("tag") == 7)
+    assert set(zip(ring["src"], ring["dst"])) == {(r, (r + 1) % N) for r in range(N)}
+    # the reversed communicator's rank 0 -> rank 1, as world ranks
+    assert list(zip(*m.filter(pl.col("tag") == 9).select("src", "dst"))) == [(N - 1, N - 2)]
+    # the two communicators made with one group and tag get different ids
+    assert m.filter(pl.col("tag") == 7)["comm"].n_unique() == 1
+    assert m.filter(pl.col("tag") == 7)["comm"][0] != m.filter(pl.col("tag") == 9)["comm"][0]
+    coll = t.collectives().collect()
+    assert coll.height == 1 and coll["call"].cast(pl.Utf8)[0] == "MPI_Allreduce"
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+    assert not t.manifest["truncated_ranks"] and not t.manifest["unfinished_calls"]
+    if mode == "mixed":  # the session ends first; MPI_Finalize ends the recording
+        world = m.filter(pl.col("tag") == 11)
+        assert set(zip(world["src"], world["dst"])) == {(r, (r + 1) % N) for r in range(N)}
+        assert by_call(ev, "MPI_Init_thread").height == by_call(ev, "MPI_Finalize").height == N

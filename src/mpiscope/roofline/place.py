@@ -22,7 +22,8 @@ from mpiscope.roofline.model import Machine, Network, attainable, classify, what
 from mpiscope.trace import Trace
 
 SCHEMA = "mpiscope.roofline/1"
-INIT = ["MPI_Init", "MPI_Init_thread"]
+INIT = ["MPI_Init", "MPI_Init_thread", "MPI_Session_init"]
+FINALIZE = ["MPI_Finalize", "MPI_Session_finalize"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def measure_traffic(trace: Trace, ranks_as_nodes: bool = False) -> Traffic:
                           .otherwise(0.0).fill_null(0.0).alias("share")))
     coll_inter = float((coll["bytes"] * coll["share"]).sum())
     start = ev.filter(pl.col("call").cast(pl.Utf8).is_in(INIT))["t_leave_ns"].min()
-    end = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Finalize")["t_enter_ns"].max()
+    end = ev.filter(pl.col("call").cast(pl.Utf8).is_in(FINALIZE))["t_enter_ns"].max()
     start = start if start is not None else ev["t_enter_ns"].min()
     end = end if end is not None else ev["t_leave_ns"].max()
     wall = (float(end) - float(start)) / 1e9 if start is not None and end is not None else 0.0  # type: ignore[arg-type]

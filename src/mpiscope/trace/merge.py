@@ -68,7 +68,7 @@ def _stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
     """The call each rank (thread) was inside when its recording ended."""
     idx = np.flatnonzero((rec.t_leave < 0) & (rec.call >= FIRST_TABLE_ID))
     return {f"{rec.rank[i]}.{rec.thread[i]}": calls.names[rec.call[i]] for i in idx
-            if calls.names[rec.call[i]] != "MPI_Finalize"}
+            if calls.names[rec.call[i]] not in ("MPI_Finalize", "MPI_Session_finalize")}
 
 
 @contextmanager

@@ -31,8 +31,8 @@ void msc_warn(const char *what, const char *path, int err)
 {
     /* One line on stderr, async-signal-safe (no stdio). */
     char line[512];
-    int n = snprintf(line, sizeof line, "mpiscope: rank %d: %s %s%s%s\n", msc_world_rank_self, what,
-                     path ? path : "", err ? ": " : "", err ? strerror(err) : "");
+    int n = snprintf(line, sizeof line, "mpiscope: rank %d: %s%s%s%s%s\n", msc_world_rank_self, what,
+                     path && *path ? " " : "", path ? path : "", err ? ": " : "", err ? strerror(err) : "");
     if (n > 0) {
         ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         (void)w;

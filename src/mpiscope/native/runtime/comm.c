@@ -8,8 +8,9 @@
  * Global ids: every member of a new communicator must name it the same way,
  * without extra communication. A collective creation is the k-th collective
  * call on its parent on every member, so (parent gid, k, world rank of the
- * new rank 0) identifies it; Comm_create_group and Intercomm_create, which
- * are not collective over a parent, use their tag and member lists instead.
+ * new rank 0) identifies it; Comm_create_group, Comm_create_from_group and
+ * Intercomm_create, which are not collective over a parent, use their tag and
+ * member lists instead.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -201,9 +202,9 @@ static uint16_t publish(uint16_t id, uint64_t key)
     return id;
 }
 
-void msc_comms_init(int rank, int size)
+void msc_comms_init(int rank, int size, MPI_Group world)
 {
-    PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    world_group = world;
     struct msc_comm *w = &msc_comms[0], *s = &msc_comms[1];
     *w = (struct msc_comm){.gid = 1, .size = size, .my_rank = rank, .kind = MSC_COMM_INTRA};
     static int32_t self_rank;
@@ -250,22 +251,51 @@ uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int sa
     return id;
 }
 
-uint16_t msc_comm_created_group(uint16_t parent, int tag, MPI_Comm newcomm)
+/* A communicator whose members name it by what they all see of it (the key
+ * key_of makes of its entry and seed) and by how often that key came before:
+ * members create communicators with the same key in the same order. */
+static uint16_t created_counted(MPI_Comm newcomm, uint64_t (*key_of)(const struct msc_comm *, uint64_t),
+                                uint64_t seed)
 {
     if (newcomm == MPI_COMM_NULL) return MSC_COMM_UNKNOWN;
     pthread_mutex_lock(&comm_lock);
     uint16_t id = new_id();
     if (id != MSC_COMM_UNKNOWN) {
         describe(id, newcomm);
-        struct msc_comm *m = &msc_comms[id];
-        uint64_t base = parent == MSC_COMM_UNKNOWN ? 0 : msc_comms[parent].gid;
-        uint64_t key = hash_ranks(m->ranks, m->size, mix(mix(base, 0xc6), (uint64_t)(uint32_t)tag));
-        /* members call Comm_create_group for the same group in the same order */
-        m->gid = mix(key, counter_next(key));
+        uint64_t key = key_of(&msc_comms[id], seed);
+        msc_comms[id].gid = mix(key, counter_next(key));
         publish(id, MSC_KEY(newcomm));
     }
     pthread_mutex_unlock(&comm_lock);
     return id;
+}
+
+static uint64_t members_key(const struct msc_comm *m, uint64_t seed)
+{
+    return hash_ranks(m->ranks, m->size, seed);
+}
+
+/* Both sides of an intercommunicator see the same two groups, in swapped
+ * roles: order them. */
+static uint64_t both_groups_key(const struct msc_comm *m, uint64_t tag)
+{
+    uint64_t a = hash_ranks(m->ranks, m->size, 0x1c), b = hash_ranks(m->remote, m->remote_size, 0x1c);
+    return mix(mix(a < b ? a : b, a < b ? b : a), tag);
+}
+
+uint16_t msc_comm_created_group(uint16_t parent, int tag, MPI_Comm newcomm)
+{
+    uint64_t base = parent == MSC_COMM_UNKNOWN ? 0 : msc_comms[parent].gid;
+    return created_counted(newcomm, members_key, mix(mix(base, 0xc6), (uint64_t)(uint32_t)tag));
+}
+
+/* MPI-4 Comm_create_from_group: collective over the group's members with the
+ * same string tag. */
+uint16_t msc_comm_created_from_group(const char *stringtag, MPI_Comm newcomm)
+{
+    uint64_t seed = 0xf6;
+    for (const char *c = stringtag ? stringtag : ""; *c; c++) seed = mix(seed, (uint64_t)(unsigned char)*c);
+    return created_counted(newcomm, members_key, seed);
 }
 
 uint16_t msc_intercomm_created(MPI_Comm local, int local_leader, MPI_Comm peer_comm,
@@ -275,20 +305,7 @@ uint16_t msc_intercomm_created(MPI_Comm local, int local_leader, MPI_Comm peer_c
     (void)local_leader;
     (void)peer_comm;
     (void)remote_leader;
-    if (newcomm == MPI_COMM_NULL) return MSC_COMM_UNKNOWN;
-    pthread_mutex_lock(&comm_lock);
-    uint16_t id = new_id();
-    if (id != MSC_COMM_UNKNOWN) {
-        describe(id, newcomm);
-        struct msc_comm *m = &msc_comms[id];
-        /* Both sides see the same two groups, in swapped roles: order them. */
-        uint64_t a = hash_ranks(m->ranks, m->size, 0x1c), b = hash_ranks(m->remote, m->remote_size, 0x1c);
-        uint64_t key = mix(mix(a < b ? a : b, a < b ? b : a), (uint64_t)(uint32_t)tag);
-        m->gid = mix(key, counter_next(key));
-        publish(id, MSC_KEY(newcomm));
-    }
-    pthread_mutex_unlock(&comm_lock);
-    return id;
+    return created_counted(newcomm, both_groups_key, (uint64_t)(uint32_t)tag);
 }
 
 uint16_t msc_win_created(uint16_t comm, int32_t seq, MPI_Win win)

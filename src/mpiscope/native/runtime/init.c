@@ -1,4 +1,5 @@
-/* Start and end of recording: MPI_Init*, MPI_Finalize, MPI_Pcontrol, MPI_Abort.
+/* Start and end of recording: MPI_Init*, MPI_Finalize, MPI_Pcontrol, MPI_Abort
+ * (sessions, which may start and end it too, are in session.c).
  *
  * Recording is on when MPISCOPE_DIR names a trace directory (set by
  * `mpiscope run`); otherwise every wrapper passes straight through. Nothing
@@ -84,20 +85,25 @@ static int open_trace(int rank, int size)
     return 0;
 }
 
-void msc_start(uint16_t call, uint64_t t0, void *site)
+/* Is this process to be recorded (MPISCOPE_DIR set) and not yet recording? */
+int msc_wants_recording(void)
 {
     const char *dir = getenv("MPISCOPE_DIR");
-    if (!dir || !*dir || msc_tracking) return;
+    if (!dir || !*dir || msc_tracking) return 0;
     snprintf(trace_dir, sizeof trace_dir, "%s", dir);
-    int rank, size, level = MPI_THREAD_SINGLE;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &size);
-    PMPI_Query_thread(&level);
+    return 1;
+}
+
+/* Recording starts once the process knows its world rank, the world's size
+ * and group, and holds a communicator over the world of its own for the clock
+ * sync (sync_comm, kept until msc_before_finalize). Every rank takes part in the
+ * clock sync, recorded or not. */
+void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int level, MPI_Group world,
+               MPI_Comm sync_comm)
+{
     msc_world_rank_self = rank;
-    /* Every rank takes part in the clock sync, recorded or not. */
-    int ok = open_trace(rank, size) == 0 && msc_requests_init() == 0;
-    PMPI_Comm_dup(MPI_COMM_WORLD, &private_comm);
-    if (!ok) {
+    private_comm = sync_comm;
+    if (open_trace(rank, size) != 0 || msc_requests_init() != 0) {
         struct msc_file_header dummy = {0};
         struct msc_file_header *saved = msc_hdr;
         msc_hdr = &dummy;
@@ -105,11 +111,12 @@ void msc_start(uint16_t call, uint64_t t0, void *site)
         uint64_t at;
         msc_clock_sync(private_comm, &off, &rtt, &at);
         msc_hdr = saved;
+        PMPI_Group_free(&world);
         return;
     }
     msc_hdr->thread_level = level;
     msc_clock_pair(&msc_hdr->tick_init, &msc_hdr->ns_init);
-    msc_comms_init(rank, size);
+    msc_comms_init(rank, size, world);
     msc_fast_paths_init();
     msc_clock_sync(private_comm, &msc_hdr->offset_init_ns, &msc_hdr->sync_rtt_init_ns,
                    &msc_hdr->offset_init_at_ns);
@@ -131,6 +138,37 @@ void msc_start(uint16_t call, uint64_t t0, void *site)
     }
 }
 
+/* MPI_Init or MPI_Init_thread returned. */
+void msc_start(uint16_t call, uint64_t t0, void *site)
+{
+    if (msc_tracking) { /* a session started the recording: this is one more call */
+        struct msc_rec *r = msc_enter(call, site);
+        if (r) {
+            r->t_enter = t0;
+            r->comm = 0;
+            msc_leave(r);
+        }
+        return;
+    }
+    if (!msc_wants_recording()) return;
+    int rank, size, level = MPI_THREAD_SINGLE;
+    MPI_Group world;
+    MPI_Comm sync_comm, parent = MPI_COMM_NULL;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL) {
+        /* Its world ranks are its own: its files would take the parents' names. */
+        msc_world_rank_self = rank;
+        if (rank == 0) msc_warn("processes started by MPI_Comm_spawn are not recorded; they run on", "", 0);
+        return;
+    }
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    PMPI_Query_thread(&level);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm);
+    msc_begin(call, t0, site, rank, size, level, world, sync_comm);
+}
+
 MSC_API int MPI_Init(int *argc, char ***argv)
 {
     uint64_t t0 = msc_ticks();
@@ -147,9 +185,10 @@ MSC_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided
     return rc;
 }
 
-int msc_finalize(void *site)
+/* While the MPI still runs: the last clock sync (freeing the private
+ * communicator) and the memory map again, with what was loaded since. */
+void msc_before_finalize(void)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_FINALIZE, site);
     if (private_comm != MPI_COMM_NULL) {
         if (msc_hdr) {
             msc_clock_sync(private_comm, &msc_hdr->offset_end_ns, &msc_hdr->sync_rtt_end_ns,
@@ -158,7 +197,19 @@ int msc_finalize(void *site)
         PMPI_Comm_free(&private_comm);
     }
     copy_maps();
-    int rc = PMPI_Finalize();
+}
+
+/* The session that carried the clock sync ends before the world model does:
+ * the last sync goes over a duplicate of MPI_COMM_WORLD instead. */
+void msc_sync_comm_from_world(void)
+{
+    if (private_comm != MPI_COMM_NULL) PMPI_Comm_free(&private_comm);
+    PMPI_Comm_dup(MPI_COMM_WORLD, &private_comm);
+}
+
+/* The MPI's own finalize returned (r: its record): the rank file is complete. */
+void msc_finished(struct msc_rec *r)
+{
     if (r) {
         r->comm = 0;
         msc_leave(r);
@@ -167,6 +218,14 @@ int msc_finalize(void *site)
         msc_tracking = 0;
         msc_stop(MSC_STATE_FINISHED, 0);
     }
+}
+
+int msc_finalize(void *site)
+{
+    struct msc_rec *r = msc_enter(MSC_CALL_FINALIZE, site);
+    msc_before_finalize();
+    int rc = PMPI_Finalize();
+    msc_finished(r);
     return rc;
 }
 

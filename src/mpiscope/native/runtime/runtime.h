@@ -90,6 +90,7 @@ void msc_comm_forget(MPI_Comm comm);
 void msc_win_forget(MPI_Win win);
 uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int same_group);
 uint16_t msc_comm_created_group(uint16_t parent, int tag, MPI_Comm newcomm);
+uint16_t msc_comm_created_from_group(const char *stringtag, MPI_Comm newcomm);
 uint16_t msc_intercomm_created(MPI_Comm local, int local_leader, MPI_Comm peer_comm,
                                int remote_leader, int tag, MPI_Comm newcomm);
 uint16_t msc_win_created(uint16_t comm, int32_t seq, MPI_Win win);
@@ -110,7 +111,7 @@ uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);
 /* start-up and clocks (init.c, clock.c) */
 extern int msc_trace_fd, msc_comms_fd;
 int msc_requests_init(void);
-void msc_comms_init(int rank, int size);
+void msc_comms_init(int rank, int size, MPI_Group world);
 void msc_clock_pair(uint64_t *tick, uint64_t *ns);
 void msc_boot_id(char *buf, size_t size);
 void msc_clock_sync(MPI_Comm comm, int64_t *offset, int64_t *rtt, uint64_t *at);
@@ -118,6 +119,12 @@ void msc_signals_install(void);
 
 /* hand-written calls, shared by the C and Fortran entry points */
 void msc_start(uint16_t call, uint64_t t0, void *site);
+int msc_wants_recording(void);
+void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int level, MPI_Group world,
+               MPI_Comm sync_comm);
+void msc_before_finalize(void);
+void msc_sync_comm_from_world(void);
+void msc_finished(struct msc_rec *r);
 int msc_finalize(void *site);
 int msc_pcontrol(void *site, int level);
 int msc_abort(void *site, MPI_Comm comm, int errorcode);
