@@ -115,3 +115,26 @@ def test_spawned_processes_run_unrecorded_and_leave_the_parents_trace_whole(tmp_
     ev = t.events().collect()
     assert set(ev["rank"]) == {0, 1}
     assert by_call(ev, "MPI_Send").height == 2  # rank 0 to each worker
+
+
+@pytest.mark.mpi(ranks=N)
+def test_rank_that_cannot_open_its_trace_runs_on_and_no_rank_waits(tmp_path, example):
+    """One rank's file cannot be created (the name is taken): that rank runs
+    unrecorded, yet takes part in both clock syncs, which are collective, so
+    the others neither wait for it nor lose their traces."""
+    import subprocess
+
+    from mpiscope.mpi.find import lib_dir
+    from mpiscope.trace.reader import read_rank_file
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "rank-000001.msc").write_bytes(b"taken")
+    env = dict(MPICH.environ(), MPISCOPE_DIR=str(tmp_path), LD_PRELOAD=str(lib_dir() / "libmpiscope.so"))
+    done = subprocess.run([*MPICH.launch(N), str(example("ring", MPICH)), "5", "8"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("not recorded, the program runs on; cannot create") == 1, done.stderr
+    for rank in (0, 2, 3):
+        f = read_rank_file(raw / f"rank-{rank:06d}.msc", 1 << 16)
+        assert not f.cut_off and f.size > 0

@@ -94,6 +94,19 @@ int msc_wants_recording(void)
     return 1;
 }
 
+/* The clock sync is collective over the world: a rank that could not open
+ * its trace still takes part, with a header of its own that is thrown away. */
+static void sync_unrecorded(void)
+{
+    struct msc_file_header dummy = {0};
+    struct msc_file_header *saved = msc_hdr;
+    msc_hdr = &dummy;
+    int64_t off, rtt;
+    uint64_t at;
+    msc_clock_sync(private_comm, &off, &rtt, &at);
+    msc_hdr = saved;
+}
+
 /* Recording starts once the process knows its world rank, the world's size
  * and group, and holds a communicator over the world of its own for the clock
  * sync (sync_comm, kept until msc_before_finalize). Every rank takes part in the
@@ -104,13 +117,7 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
     msc_world_rank_self = rank;
     private_comm = sync_comm;
     if (open_trace(rank, size) != 0 || msc_requests_init() != 0) {
-        struct msc_file_header dummy = {0};
-        struct msc_file_header *saved = msc_hdr;
-        msc_hdr = &dummy;
-        int64_t off, rtt;
-        uint64_t at;
-        msc_clock_sync(private_comm, &off, &rtt, &at);
-        msc_hdr = saved;
+        sync_unrecorded();
         PMPI_Group_free(&world);
         return;
     }
@@ -193,6 +200,8 @@ void msc_before_finalize(void)
         if (msc_hdr) {
             msc_clock_sync(private_comm, &msc_hdr->offset_end_ns, &msc_hdr->sync_rtt_end_ns,
                            &msc_hdr->offset_end_at_ns);
+        } else {
+            sync_unrecorded();
         }
         PMPI_Comm_free(&private_comm);
     }

@@ -71,7 +71,9 @@ MSC_API int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Sessi
 
 MSC_API int MPI_Session_finalize(MPI_Session *session)
 {
-    if (!msc_tracking || *session != traced_session) {
+    /* Not the session that started the recording (or tried to: a rank whose
+     * trace could not be opened still takes part in the closing clock sync). */
+    if (traced_session == MPI_SESSION_NULL || *session != traced_session) {
         struct msc_rec *r = msc_enter(MSC_CALL_SESSION_FINALIZE, __builtin_return_address(0));
         int rc = PMPI_Session_finalize(session);
         if (r) msc_leave(r);
