@@ -194,9 +194,8 @@ def test_pcontrol_pauses_and_resumes(run_traced, any_mpi):
 
 @pytest.mark.mpi(ranks=N)
 @pytest.mark.parametrize("mode", ["", "mixed"])
-def test_sessions_program_recorded_without_mpi_init(run_traced, mpich, mode):
-    # MPICH only: the Open MPI wheel's mpi.h says MPI 3.1, so its library has no session wrappers.
-    t = run_traced("sessions", N, args=[mode] if mode else [], mpi=mpich)
+def test_sessions_program_recorded_without_mpi_init(run_traced, any_mpi, mode):
+    t = run_traced("sessions", N, args=[mode] if mode else [], mpi=any_mpi)
     ev = t.events().collect()
     assert by_call(ev, "MPI_Session_init").height == N
     assert by_call(ev, "MPI_Session_finalize").height == N
