@@ -144,3 +144,18 @@ def test_disk_full_during_run_stops_recording_program_runs_on(small_tmpfs, examp
     manifest = json.loads((out / "manifest.json").read_text())
     assert "stopped: disk full" in manifest["rank_states"].values()
     assert manifest["counts"]["events"] > 100000
+
+
+def test_merge_refused_when_memory_would_run_out(run_traced, monkeypatch):
+    """A merge the kernel would kill for lack of memory is refused in one
+    sentence before it starts; the tables of the earlier merge stay."""
+    from mpiscope.errors import UsageError
+    from mpiscope.trace import merge
+
+    t = run_traced("ring", 2, args=["3", "8"])
+    before = (t.path / "events.parquet").read_bytes()
+    monkeypatch.setattr(merge, "available_memory", lambda: 1 << 10)
+    with pytest.raises(UsageError) as e:
+        merge.merge_trace(t.path)
+    assert "GiB is available" in str(e.value) and "\n" not in str(e.value)
+    assert (t.path / "events.parquet").read_bytes() == before
