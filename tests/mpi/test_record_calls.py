@@ -217,3 +217,23 @@ def test_sessions_program_recorded_without_mpi_init(run_traced, any_mpi, mode):
         world = m.filter(pl.col("tag") == 11)
         assert set(zip(world["src"], world["dst"])) == {(r, (r + 1) % N) for r in range(N)}
         assert by_call(ev, "MPI_Init_thread").height == by_call(ev, "MPI_Finalize").height == N
+
+
+@pytest.mark.mpi(ranks=N)
+def test_persistent_collectives_one_instance_per_start(run_traced, any_mpi):
+    t = run_traced("persistent", N, mpi=any_mpi)
+    ev = t.events().collect()
+    assert by_call(ev, "MPI_Allreduce_init").height == N and (by_call(ev, "MPI_Allreduce_init")["bytes"] == 16).all()
+    assert by_call(ev, "MPI_Start").height == 3 * N and by_call(ev, "MPI_Startall").height == 2 * N
+    coll = t.collectives().collect().sort("t_first_enter_ns", "coll_id")
+    calls = coll["call"].cast(pl.Utf8).to_list()
+    assert calls[:4] == ["MPI_Allreduce_init"] * 3 + ["MPI_Barrier"], calls
+    # Startall starts the Bcast and the Barrier together: same times, either order
+    assert sorted(calls[4:]) == sorted(["MPI_Bcast_init", "MPI_Barrier_init"] * 2), calls
+    assert (coll["ranks"] == N).all() and (coll["calls_seen"] == 1).all()
+    assert (coll.filter(pl.col("call").cast(pl.Utf8) == "MPI_Allreduce_init")["bytes"] == N * COUNT * INT).all()
+    bcast = coll.filter(pl.col("call").cast(pl.Utf8) == "MPI_Bcast_init")
+    assert (bcast["root"] == N - 1).all() and (bcast["bytes"] == COUNT * INT).all()
+    # each start ends at the completion that finished it
+    assert coll["t_last_leave_ns"].null_count() == 0
+    assert (coll["t_last_leave_ns"] >= coll["t_first_enter_ns"]).all()

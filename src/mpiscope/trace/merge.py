@@ -37,6 +37,7 @@ from mpiscope.trace.tables import (
     events_frame,
     messages_table,
     nullable,
+    persistent_starts,
     shift_rows,
 )
 
@@ -132,6 +133,7 @@ def _merge(trace_dir: Path) -> MergeResult:
     nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1)
     stuck, clocks = _stuck_calls(rec, calls), rec.clocks
     links = link_starts(rec)
+    starts = persistent_starts(rec, links, calls)
     with ThreadPoolExecutor(max_workers=2) as pool:
         # Two cores: matching runs beside the events kernel and the building
         # of the events table, which is written (the longest step) beside the
@@ -141,14 +143,15 @@ def _merge(trace_dir: Path) -> MergeResult:
         # kernels, NumPy, Polars and pyarrow release the GIL.
         matched = pool.submit(_match, rec, links, nranks)
         rows = event_rows(rec, links, calls)
-        ev, coll_id = _events(pool, rows, calls, trace_dir)
+        ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         p2p, si, ri, shifts, feasible = matched.result()
         del rec  # every table has its own columns now (peak memory)
         if shifts.any():
             shift_rows(rows, shifts)
-            ev, coll_id = _events(pool, rows, calls, trace_dir)
+            shift_rows(starts, shifts)
+            ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         events_written = pool.submit(_write_one, trace_dir, "events", ev)
-        colls = collectives_table(rows, coll_id, comms, calls)
+        colls = collectives_table([(rows, coll_id), (starts, start_id)], comms, calls)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
             _write_one(trace_dir, name, df)
@@ -192,12 +195,13 @@ def _match(rec: Records, links: StartLinks, nranks: int) -> tuple[P2P, np.ndarra
     return p2p, si, ri, shifts, feasible
 
 
-def _events(pool: ThreadPoolExecutor, rows: Rows, calls: CallTable, trace_dir: Path) -> tuple[pl.DataFrame,
-                                                                                             np.ndarray]:
-    """events.parquet and each row's collective instance; its columns and those ids side by side."""
+def _events(pool: ThreadPoolExecutor, rows: Rows, starts: Rows, calls: CallTable,
+            trace_dir: Path) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """events.parquet and the collective instance of each of its rows and of each persistent
+    start; the table's columns and those ids side by side."""
     frame = pool.submit(events_frame, rows, calls, trace_dir)
-    coll_id = collective_ids(rows)
-    return frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id")), coll_id
+    coll_id, start_id = collective_ids(rows, starts)
+    return frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id")), coll_id, start_id
 
 
 def _write_parquet(df: pl.DataFrame, path: Path) -> None:

@@ -56,34 +56,65 @@ def shift_rows(e: Rows, shifts: np.ndarray) -> None:
         e[name] += np.where(e[name] >= 0, s, 0)
 
 
-def collective_ids(e: Rows) -> np.ndarray:
-    """The instance (coll_id) of every event row, -1 if none. (comm, sequence number)
-    names an instance (match.py); instances are numbered by first entry, then comm,
-    then sequence number."""
+def persistent_starts(rec: Records, links: StartLinks, calls: CallTable) -> Rows:
+    """Each start of an MPI-4 persistent collective (a sub:pcoll record) as one rank's part
+    in a collective instance, with the columns of an event row: the Start's times, the
+    completion that finished it, and the collective named by its *_init call, whose id
+    the record keeps in its callsite field."""
+    idx = np.flatnonzero(rec.role == ROLE["pcoll"])
+    pos = np.minimum(np.searchsorted(links.index, idx), max(links.index.size - 1, 0))
+    linked = (links.index[pos] == idx) if links.index.size else np.zeros(idx.size, bool)
+    codes = calls.enum_codes()
+    init = rec.callsite[idx]
+    known = init < codes.size
+    return {
+        "rank": rec.rank[idx], "comm": rec.comm[idx].astype(np.int64), "tag": rec.tag[idx],
+        "peer": rec.peer[idx], "bytes": rec.bytes[idx], "t_enter": rec.t_enter[idx].copy(),
+        "t_leave": rec.t_leave[idx].copy(),
+        "t_complete": np.where(linked, links.t_complete[pos] if links.index.size else -1, -1),
+        "call": np.where(known, codes[np.where(known, init, 0).astype(np.int64)], 0).astype(np.uint32),
+    }
+
+
+def collective_ids(e: Rows, starts: Rows) -> tuple[np.ndarray, np.ndarray]:
+    """The instance (coll_id) of every event row and of every persistent collective start
+    (persistent_starts), -1 if none. (comm, sequence number) names an instance (match.py);
+    instances are numbered by first entry, then comm, then sequence number."""
     idx = np.flatnonzero((e["role"] == ROLE["coll"]) & (e["comm"] >= 0))
-    comm, seq, t_enter = e["comm"][idx], e["tag"][idx], e["t_enter"][idx]  # tag: the sequence number
-    group, first = native.factorize(((comm << 32) + seq).view(np.uint64))
+    sidx = np.flatnonzero((starts["comm"] >= 0) & (starts["call"] > 0))
+    comm = np.concatenate([e["comm"][idx], starts["comm"][sidx]]).astype(np.int64)
+    seq = np.concatenate([e["tag"][idx], starts["tag"][sidx]]).astype(np.int64)  # tag: the sequence number
+    t_enter = np.concatenate([e["t_enter"][idx], starts["t_enter"][sidx]])
+    group, first = native.factorize(((comm << 32) + (seq & 0xffffffff)).view(np.uint64))
     first_enter = t_enter[first]
     np.minimum.at(first_enter, group, t_enter)
     order = np.lexsort((seq[first], comm[first], first_enter))
     coll_of_group = np.empty(order.size, np.int64)
     coll_of_group[order] = np.arange(order.size)
+    ids = coll_of_group[group]
     coll_id = np.full(e["event"].size, -1, np.int64)
-    coll_id[idx] = coll_of_group[group]
-    return coll_id
+    coll_id[idx] = ids[:idx.size]
+    start_id = np.full(starts["comm"].size, -1, np.int64)
+    start_id[sidx] = ids[idx.size:]
+    return coll_id, start_id
 
 
-def collectives_table(e: Rows, coll_id: np.ndarray, comms: pl.DataFrame, calls: CallTable) -> pl.DataFrame:
-    """collectives.parquet, from the event rows and their instances (collective_ids)."""
-    idx = np.flatnonzero(coll_id >= 0)
-    peer, t_complete, t_leave = e["peer"][idx], e["t_complete"][idx], e["t_leave"][idx]
-    t_done = np.where(t_complete >= 0, t_complete, t_leave)
-    rows = pl.DataFrame([
-        pl.Series("coll_id", coll_id[idx]), pl.Series("comm", e["comm"][idx]), calls.series(e["call"][idx]),
-        nullable(peer, peer >= 0, "root"), pl.Series("bytes", e["bytes"][idx]),
-        pl.Series("t_enter_ns", e["t_enter"][idx]), nullable(t_done, t_done >= 0, "t_done_ns"),
-    ])
-    return group_collectives(rows, comms.select("comm", "comm_size"))
+def collectives_table(parts: list[tuple[Rows, np.ndarray]], comms: pl.DataFrame, calls: CallTable) -> pl.DataFrame:
+    """collectives.parquet, from the rows taking part in instances: (rows, their coll_id),
+    for the event rows and the persistent starts (collective_ids)."""
+    frames = []
+    for e, coll_id in parts:
+        idx = np.flatnonzero(coll_id >= 0)
+        peer, t_complete, t_leave = e["peer"][idx], e["t_complete"][idx], e["t_leave"][idx]
+        t_done = np.where(t_complete >= 0, t_complete, t_leave)
+        frames.append(pl.DataFrame([
+            pl.Series("coll_id", coll_id[idx]), pl.Series("comm", e["comm"][idx].astype(np.int64)),
+            calls.series(e["call"][idx]), nullable(peer, peer >= 0, "root"),
+            pl.Series("bytes", e["bytes"][idx].astype(np.int64)),
+            pl.Series("t_enter_ns", e["t_enter"][idx].astype(np.int64)),
+            nullable(t_done.astype(np.int64), t_done >= 0, "t_done_ns"),
+        ]))
+    return group_collectives(pl.concat(frames), comms.select("comm", "comm_size"))
 
 
 def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:

@@ -195,7 +195,10 @@ static void started(const struct msc_span *sp, MPI_Request req)
     int kind = msc_req_restart(req, s);
     if (!s) return;
     /* a reserved record must be committed, or readers stop at it */
-    msc_commit(s, kind == MSC_REQ_PRECV ? MSC_SUB_PRECV : kind == MSC_REQ_PSEND ? MSC_SUB_PSEND : MSC_SUB_PSTART);
+    msc_commit(s, kind == MSC_REQ_PRECV   ? MSC_SUB_PRECV
+                  : kind == MSC_REQ_PSEND ? MSC_SUB_PSEND
+                  : kind == MSC_REQ_PCOLL ? MSC_SUB_PCOLL
+                                          : MSC_SUB_PSTART);
 }
 
 int msc_start_request(void *site, MPI_Request *request)

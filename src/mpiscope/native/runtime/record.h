@@ -43,7 +43,9 @@ struct msc_rec {
     uint64_t t_enter;  /* raw clock ticks (see header clock fields) */
     uint64_t t_leave;
     uint64_t bytes;
-    uint64_t callsite; /* return address into the caller of the MPI function */
+    uint64_t callsite; /* return address into the caller of the MPI function; in a
+                        * sub:pcoll record (a persistent collective started), the call
+                        * id of the *_init call that made the request instead */
     uint32_t req;      /* request id (nonblocking start <-> completion), 0: none */
     int32_t peer;      /* world rank of the peer; root for rooted collectives */
     int32_t tag;       /* tag; per-communicator sequence number for collectives */

@@ -84,7 +84,7 @@ static struct rslot *find(const struct rtab *t, uint64_t key, int claim)
 static int persistent(uint64_t v)
 {
     int kind = (int)(uint8_t)(v >> 48);
-    return kind == MSC_REQ_PSEND || kind == MSC_REQ_PRECV;
+    return kind == MSC_REQ_PSEND || kind == MSC_REQ_PRECV || kind == MSC_REQ_PCOLL;
 }
 
 /* A nonblocking start. MPI implementations hand out one shared request
@@ -144,6 +144,14 @@ void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int
     __atomic_store_n(&s->val, pack(0, comm, kind), __ATOMIC_RELEASE);
 }
 
+/* A persistent collective: its slot keeps the root, the bytes of one
+ * instance and, in place of a tag, the call that made it (which collective
+ * each start runs). */
+void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t bytes, uint16_t call)
+{
+    msc_req_persist(req, MSC_REQ_PCOLL, comm, root, (int32_t)call, bytes);
+}
+
 /* Before a completion call: what is pending under this handle. */
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info)
 {
@@ -181,12 +189,19 @@ int msc_req_restart(MPI_Request req, struct msc_rec *sub)
     uint16_t comm = (uint16_t)(v >> 32);
     uint32_t id = new_id();
     __atomic_store_n(&s->val, pack(id, comm, kind), __ATOMIC_RELEASE);
+    /* A persistent collective's start is the communicator's next collective,
+     * numbered whether recording or paused, as the others are. */
+    int32_t seq = kind == MSC_REQ_PCOLL ? msc_seq_next(comm) : 0;
     if (sub) {
         sub->req = id;
         sub->comm = comm;
         sub->peer = s->peer;
         sub->tag = s->tag;
         sub->bytes = s->bytes;
+        if (kind == MSC_REQ_PCOLL) {
+            sub->tag = seq;
+            sub->callsite = (uint64_t)(uint16_t)s->tag; /* see MSC_SUB_PCOLL in record.h */
+        }
     }
     return kind;
 }

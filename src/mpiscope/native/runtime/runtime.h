@@ -30,8 +30,16 @@
 #define MSC_MAX_THREADS 1024
 
 /* Request kinds kept in the request table. */
+/* MPI-4 calls but the large-count ones (NAME_c): Open MPI 5 has them, though
+ * its mpi.h says MPI 3.1. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define MSC_HAVE_MPI4 1
+#else
+#define MSC_HAVE_MPI4 0
+#endif
+
 enum { MSC_REQ_SEND = 1, MSC_REQ_RECV, MSC_REQ_COLL, MSC_REQ_RMA, MSC_REQ_PSEND, MSC_REQ_PRECV,
-       MSC_REQ_OTHER };
+       MSC_REQ_OTHER, MSC_REQ_PCOLL };
 
 struct msc_thread {
     struct msc_rec *next;  /* next free record in the current block */
@@ -102,6 +110,7 @@ uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm);
 uint32_t msc_req_start_id(MPI_Request req, int kind, uint16_t comm, uint32_t id);
 void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int32_t tag,
                      uint64_t bytes);
+void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t bytes, uint16_t call);
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
 void msc_req_completed(const struct msc_reqinfo *info);
 int msc_req_restart(MPI_Request req, struct msc_rec *sub);

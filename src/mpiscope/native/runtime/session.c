@@ -7,14 +7,12 @@
  *
  * Like MPI_Init, MPI_Session_init must then be called by every process of
  * the job (the clock sync is collective over the world).
- *
- * Open MPI 5 has sessions but its mpi.h says MPI 3.1.
  */
 #include <string.h>
 
 #include "runtime.h"
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#if MSC_HAVE_MPI4
 
 static MPI_Session traced_session = MPI_SESSION_NULL;
 

@@ -36,8 +36,9 @@ SUB_RECORDS = {
     5: ("sub:precv", "precv"),         # a persistent receive started by Start/Startall
     6: ("sub:pstart", "pstart"),       # any other request started by Start/Startall
     7: ("sub:immediate", "immediate"), # an earlier request was a shared, already complete object
+    8: ("sub:pcoll", "pcoll"),         # a persistent collective started by Start/Startall: one instance
 }
-STARTS = {"psend", "precv", "pstart"}
+STARTS = {"psend", "precv", "pstart", "pcoll"}
 # Roles of the hand-written calls (the table gives no roles for them).
 HAND_ROLES = {"MPI_Wait": "complete", "MPI_Test": "complete", "MPI_Waitany": "complete",
               "MPI_Testany": "complete"}
@@ -113,9 +114,12 @@ def generate(table: list[dict], outdir: Path) -> None:
     ids.append("#endif")
     code = [head, '#include "runtime.h"', ""]
     code += [c_wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] < "4"]
-    # MPI-4 calls exist only where mpi.h says MPI 4 (Open MPI 5 says 3.1).
-    code.append("#if MPI_VERSION >= 4")
+    # MPI-4 calls exist where the MPI has them (MSC_HAVE_MPI4, runtime.h); the
+    # large-count ones only where mpi.h says MPI 4 (Open MPI 5 says 3.1 and has none).
+    code.append("#if MSC_HAVE_MPI4")
     code += [c_wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] >= "4"]
+    code.append("#endif")
+    code.append("#if MPI_VERSION >= 4")
     code += [c_wrapper(e, large=True) + "\n" for e in table if "proto_c" in e and not e.get("hand")]
     code.append("#endif")
     outdir.mkdir(parents=True, exist_ok=True)

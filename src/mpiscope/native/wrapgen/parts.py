@@ -155,6 +155,8 @@ def parts(entry: dict, large: bool = False) -> Parts:
             post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start_id(*{entry['request']}, MSC_REQ_RECV, c, mid) : 0;")
         else:
             post.append("r->req = mid;")
+    elif entry.get("persistent") == "coll":  # each start of it is a collective instance
+        post.append(f"if (rc == MPI_SUCCESS) msc_req_persist_coll(*{entry['request']}, c, r->peer, r->bytes, {cid});")
     elif "persistent" in entry:
         kind = "MSC_REQ_PSEND" if entry["persistent"] == "send" else "MSC_REQ_PRECV"
         post.append(f"if (rc == MPI_SUCCESS) msc_req_persist(*{entry['request']}, {kind}, c, r->peer, r->tag, r->bytes);")
