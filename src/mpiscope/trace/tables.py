@@ -82,9 +82,14 @@ def collective_ids(e: Rows, starts: Rows) -> tuple[np.ndarray, np.ndarray]:
     instances are numbered by first entry, then comm, then sequence number."""
     idx = np.flatnonzero((e["role"] == ROLE["coll"]) & (e["comm"] >= 0))
     sidx = np.flatnonzero((starts["comm"] >= 0) & (starts["call"] > 0))
-    comm = np.concatenate([e["comm"][idx], starts["comm"][sidx]]).astype(np.int64)
-    seq = np.concatenate([e["tag"][idx], starts["tag"][sidx]]).astype(np.int64)  # tag: the sequence number
-    t_enter = np.concatenate([e["t_enter"][idx], starts["t_enter"][sidx]])
+
+    def both(name: str) -> np.ndarray:
+        part = e[name][idx]
+        return np.concatenate([part, starts[name][sidx]]) if sidx.size else part
+
+    comm = both("comm").astype(np.int64, copy=False)
+    seq = both("tag").astype(np.int64)  # tag: the sequence number
+    t_enter = both("t_enter")
     group, first = native.factorize(((comm << 32) + (seq & 0xffffffff)).view(np.uint64))
     first_enter = t_enter[first]
     np.minimum.at(first_enter, group, t_enter)
