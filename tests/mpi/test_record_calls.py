@@ -220,11 +220,12 @@ def test_sessions_program_recorded_without_mpi_init(run_traced, any_mpi, mode):
 
 
 @pytest.mark.mpi(ranks=N)
-def test_persistent_collectives_one_instance_per_start(run_traced, any_mpi):
+def test_mpi4_persistent_collectives_and_partitioned_messages(run_traced, any_mpi):
     t = run_traced("persistent", N, mpi=any_mpi)
     ev = t.events().collect()
     assert by_call(ev, "MPI_Allreduce_init").height == N and (by_call(ev, "MPI_Allreduce_init")["bytes"] == 16).all()
-    assert by_call(ev, "MPI_Start").height == 3 * N and by_call(ev, "MPI_Startall").height == 2 * N
+    # Startall: twice for the Bcast and Barrier, twice for the partitioned pair
+    assert by_call(ev, "MPI_Start").height == 3 * N and by_call(ev, "MPI_Startall").height == 4 * N
     coll = t.collectives().collect().sort("t_first_enter_ns", "coll_id")
     calls = coll["call"].cast(pl.Utf8).to_list()
     assert calls[:4] == ["MPI_Allreduce_init"] * 3 + ["MPI_Barrier"], calls
@@ -237,3 +238,11 @@ def test_persistent_collectives_one_instance_per_start(run_traced, any_mpi):
     # each start ends at the completion that finished it
     assert coll["t_last_leave_ns"].null_count() == 0
     assert (coll["t_last_leave_ns"] >= coll["t_first_enter_ns"]).all()
+    # partitioned: each start of the Psend/Precv pair is one message of its 4 partitions of 2 ints
+    assert by_call(ev, "MPI_Psend_init").height == by_call(ev, "MPI_Precv_init").height == N
+    m = t.messages().collect()
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    assert m.height == 2 * N and (m["tag"] == 21).all()
+    assert sorted(zip(m["src"], m["dst"])) == sorted([(r, (r + 1) % N) for r in range(N)] * 2)
+    assert (m["bytes"] == 4 * 2 * INT).all() and (m["recv_bytes"] == 4 * 2 * INT).all()
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()

@@ -1,7 +1,9 @@
 /* MPI-4 persistent collectives: an Allreduce (4 ints) started 3 times with
  * MPI_Start, then a Bcast (4 ints from the last rank) and a Barrier started
  * together twice with MPI_Startall, a blocking MPI_Barrier between the two
- * phases. Each start is one collective instance.
+ * phases. Each start is one collective instance. Then partitioned
+ * communication around a ring: 4 partitions of 2 ints to rank+1 (tag 21),
+ * started twice, each partition marked ready on its own.
  * usage: persistent */
 #include <mpi.h>
 #include <stdio.h>
@@ -28,10 +30,24 @@ int main(int argc, char **argv)
         MPI_Startall(2, pair);
         MPI_Waitall(2, pair, MPI_STATUSES_IGNORE);
     }
+    int part_out[8], part_in[8];
+    MPI_Request part[2];
+    MPI_Psend_init(part_out, 4, 2, MPI_INT, (rank + 1) % size, 21, MPI_COMM_WORLD, MPI_INFO_NULL, &part[0]);
+    MPI_Precv_init(part_in, 4, 2, MPI_INT, (rank + size - 1) % size, 21, MPI_COMM_WORLD, MPI_INFO_NULL, &part[1]);
+    for (int i = 0; i < 2; i++) {
+        MPI_Startall(2, part);
+        for (int p = 0; p < 4; p++) {
+            part_out[2 * p] = part_out[2 * p + 1] = rank + i;
+            MPI_Pready(p, part[0]);
+        }
+        MPI_Waitall(2, part, MPI_STATUSES_IGNORE);
+    }
+    MPI_Request_free(&part[0]);
+    MPI_Request_free(&part[1]);
     MPI_Request_free(&sum);
     MPI_Request_free(&pair[0]);
     MPI_Request_free(&pair[1]);
-    if (rank == 0) printf("persistent: sum %d, bcast %d\n", out[0], b[0]);
+    if (rank == 0) printf("persistent: sum %d, bcast %d, partitioned %d\n", out[0], b[0], part_in[7]);
     MPI_Finalize();
     return 0;
 }

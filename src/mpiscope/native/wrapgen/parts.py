@@ -44,6 +44,7 @@ def byte_expr(expr: str, call: str) -> str:
         (r"degsum\((\w+)\)\*(\w+)", lambda m: f"msc_degvbytes(c, {m[1]}, {m[2]})"),
         (r"degwsum\((\w+),(\w+)\)", lambda m: f"msc_degwbytes(c, {m[1]}, {m[2]})"),
         (r"size\((\w+)\)", lambda m: f"msc_bytes(1, {m[1]})"),
+        (r"(\w+)\*(\w+)\*(\w+)", lambda m: f"(uint64_t)({m[1]} > 0 ? {m[1]} : 0) * msc_bytes({m[2]}, {m[3]})"),
         (r"(\w+)", lambda m: f"(uint64_t)({m[1]})"),
     ]
     for pattern, emit in forms:
