@@ -137,6 +137,13 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
     msc_tracking = 1;
     const char *paused = getenv("MPISCOPE_START_PAUSED");
     __atomic_store_n(&msc_recording, !(paused && *paused == '1'), __ATOMIC_RELEASE);
+    msc_record_init(call, t0, site);
+}
+
+/* The record of a call that starts MPI (MPI_Init*, MPI_Session_init), which
+ * entered at t0, before recording could start. */
+void msc_record_init(uint16_t call, uint64_t t0, void *site)
+{
     struct msc_rec *r = msc_enter(call, site);
     if (r) {
         r->t_enter = t0;
@@ -149,12 +156,7 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
 void msc_start(uint16_t call, uint64_t t0, void *site)
 {
     if (msc_tracking) { /* a session started the recording: this is one more call */
-        struct msc_rec *r = msc_enter(call, site);
-        if (r) {
-            r->t_enter = t0;
-            r->comm = 0;
-            msc_leave(r);
-        }
+        msc_record_init(call, t0, site);
         return;
     }
     if (!msc_wants_recording()) return;

@@ -129,6 +129,7 @@ void msc_signals_install(void);
 /* hand-written calls, shared by the C and Fortran entry points */
 void msc_start(uint16_t call, uint64_t t0, void *site);
 int msc_wants_recording(void);
+void msc_record_init(uint16_t call, uint64_t t0, void *site);
 void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int level, MPI_Group world,
                MPI_Comm sync_comm);
 void msc_before_finalize(void);

@@ -41,11 +41,7 @@ MSC_API int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Sessi
     int rc = PMPI_Session_init(info, errhandler, session);
     if (rc != MPI_SUCCESS) return rc;
     if (msc_tracking) { /* recording runs already (MPI_Init or an earlier session) */
-        struct msc_rec *r = msc_enter(MSC_CALL_SESSION_INIT, site);
-        if (r) {
-            r->t_enter = t0;
-            msc_leave(r);
-        }
+        msc_record_init(MSC_CALL_SESSION_INIT, t0, site);
         return rc;
     }
     if (!msc_wants_recording()) return rc;
