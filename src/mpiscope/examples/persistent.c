@@ -1,5 +1,5 @@
 /* MPI-4 persistent collectives: an Allreduce (4 ints) started 3 times with
- * MPI_Start, then a Bcast (4 ints from the last rank) and a Barrier started
+ * MPI_Start (rank 0 makes it with recording paused), then a Bcast (4 ints from the last rank) and a Barrier started
  * together twice with MPI_Startall, a blocking MPI_Barrier between the two
  * phases. Each start is one collective instance. Then partitioned
  * communication around a ring: 4 partitions of 2 ints to rank+1 (tag 21),
@@ -15,7 +15,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Request sum, pair[2];
+    /* rank 0 makes the Allreduce with recording paused: its starts must still
+     * be numbered like everyone's */
+    if (rank == 0) MPI_Pcontrol(0);
     MPI_Allreduce_init(in, out, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &sum);
+    if (rank == 0) MPI_Pcontrol(1);
     for (int i = 0; i < 3; i++) {
         for (int k = 0; k < 4; k++) in[k] = rank + i;
         MPI_Start(&sum);

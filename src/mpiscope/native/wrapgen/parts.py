@@ -94,12 +94,13 @@ def parts(entry: dict, large: bool = False) -> Parts:
     lookup = "msc_win_id" if "win" in entry and "comm" not in entry else "msc_comm_id"
     sequenced = bool(handle) and (family in SEQ_FAMILIES or entry.get("create") in ("coll", "idup")
                                   or "newwin" in entry)
+    pcoll = entry.get("persistent") == "coll"  # its starts are numbered collectives
 
     pre: list[str] = []
     post: list[str] = []
     after: list[str] = []
     if handle:
-        if sequenced or free or "newcomm" in entry:
+        if sequenced or free or pcoll or "newcomm" in entry:
             # Communicator bookkeeping goes on while recording is paused, so
             # that ids and collective numbering stay consistent across ranks.
             pre.append(f"uint16_t c = msc_tracking ? {lookup}({deref}{handle}) : MSC_COMM_UNKNOWN;")
@@ -156,8 +157,11 @@ def parts(entry: dict, large: bool = False) -> Parts:
             post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start_id(*{entry['request']}, MSC_REQ_RECV, c, mid) : 0;")
         else:
             post.append("r->req = mid;")
-    elif entry.get("persistent") == "coll":  # each start of it is a collective instance
-        post.append(f"if (rc == MPI_SUCCESS) msc_req_persist_coll(*{entry['request']}, c, r->peer, r->bytes, {cid});")
+    elif pcoll:
+        # Registered while recording is paused too: every rank numbers its starts.
+        root = f"msc_world_root(c, {entry['root']})" if "root" in entry else "MSC_PEER_NONE"
+        after.append(f"if (msc_tracking && rc == MPI_SUCCESS) msc_req_persist_coll(*{entry['request']}, c, {root}, "
+                     f"{expr if 'bytes' in entry else '0'}, {cid});")
     elif "persistent" in entry:
         kind = "MSC_REQ_PSEND" if entry["persistent"] == "send" else "MSC_REQ_PRECV"
         post.append(f"if (rc == MPI_SUCCESS) msc_req_persist(*{entry['request']}, {kind}, c, r->peer, r->tag, r->bytes);")
