@@ -78,17 +78,19 @@ void msc_boot_id(char *buf, size_t size)
     read_small_file("/proc/sys/kernel/random/boot_id", buf, size);
 }
 
-/* Measure this rank's offset to rank 0 over the private communicator. */
-void msc_clock_sync(MPI_Comm comm, int64_t *offset, int64_t *rtt, uint64_t *at)
+/* Measure this rank's offset to rank 0 over the private communicator; ranks
+ * that booted with rank 0 (boot_id: this rank's, "" if unknown) share its clock. */
+void msc_clock_sync(MPI_Comm comm, const char *boot_id, int64_t *offset, int64_t *rtt, uint64_t *at)
 {
     int rank, size;
     char boot0[40];
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &size);
-    memcpy(boot0, msc_hdr->boot_id, sizeof boot0);
+    strncpy(boot0, boot_id, sizeof boot0 - 1);
+    boot0[sizeof boot0 - 1] = '\0';
     PMPI_Bcast(boot0, sizeof boot0, MPI_CHAR, 0, comm);
     const char *force = getenv("MPISCOPE_SYNC");
-    int measure = rank != 0 && (strcmp(boot0, msc_hdr->boot_id) != 0 || (force && strcmp(force, "always") == 0));
+    int measure = rank != 0 && (strcmp(boot0, boot_id) != 0 || (force && strcmp(force, "always") == 0));
     int *flags = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     PMPI_Gather(&measure, 1, MPI_INT, flags, 1, MPI_INT, 0, comm);
     *offset = 0;

@@ -95,16 +95,12 @@ int msc_wants_recording(void)
 }
 
 /* The clock sync is collective over the world: a rank that could not open
- * its trace still takes part, with a header of its own that is thrown away. */
+ * its trace still takes part, and its measurement is thrown away. */
 static void sync_unrecorded(void)
 {
-    struct msc_file_header dummy = {0};
-    struct msc_file_header *saved = msc_hdr;
-    msc_hdr = &dummy;
     int64_t off, rtt;
     uint64_t at;
-    msc_clock_sync(private_comm, &off, &rtt, &at);
-    msc_hdr = saved;
+    msc_clock_sync(private_comm, "", &off, &rtt, &at);
 }
 
 /* Recording starts once the process knows its world rank, the world's size
@@ -125,7 +121,7 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
     msc_clock_pair(&msc_hdr->tick_init, &msc_hdr->ns_init);
     msc_comms_init(rank, size, world);
     msc_fast_paths_init();
-    msc_clock_sync(private_comm, &msc_hdr->offset_init_ns, &msc_hdr->sync_rtt_init_ns,
+    msc_clock_sync(private_comm, msc_hdr->boot_id, &msc_hdr->offset_init_ns, &msc_hdr->sync_rtt_init_ns,
                    &msc_hdr->offset_init_at_ns);
     copy_maps();
     /* A second calibration pair at least 2 ms later gives the tick rate of a
@@ -200,7 +196,7 @@ void msc_before_finalize(void)
 {
     if (private_comm != MPI_COMM_NULL) {
         if (msc_hdr) {
-            msc_clock_sync(private_comm, &msc_hdr->offset_end_ns, &msc_hdr->sync_rtt_end_ns,
+            msc_clock_sync(private_comm, msc_hdr->boot_id, &msc_hdr->offset_end_ns, &msc_hdr->sync_rtt_end_ns,
                            &msc_hdr->offset_end_at_ns);
         } else {
             sync_unrecorded();

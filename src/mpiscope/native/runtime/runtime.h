@@ -123,7 +123,7 @@ int msc_requests_init(void);
 void msc_comms_init(int rank, int size, MPI_Group world);
 void msc_clock_pair(uint64_t *tick, uint64_t *ns);
 void msc_boot_id(char *buf, size_t size);
-void msc_clock_sync(MPI_Comm comm, int64_t *offset, int64_t *rtt, uint64_t *at);
+void msc_clock_sync(MPI_Comm comm, const char *boot_id, int64_t *offset, int64_t *rtt, uint64_t *at);
 void msc_signals_install(void);
 
 /* hand-written calls, shared by the C and Fortran entry points */
