@@ -128,25 +128,32 @@ def parts(entry: dict, large: bool = False) -> Parts:
         pre.append(f"if (r) msc_req_lookup(*{entry['request_ref']}, &ri);")
         pre.append("uint16_t c = ri.comm;")
 
+    # What the program asked for; a status, when it has the message, says what came.
+    asked: list[str] = []
     if "peer" in entry:
-        post.append(f"r->peer = msc_world_rank(c, {entry['peer']});")
+        asked.append(f"r->peer = msc_world_rank(c, {entry['peer']});")
     if "root" in entry:
         post.append(f"r->peer = msc_world_root(c, {entry['root']});")
     if "tag" in entry:
-        post.append(f"r->tag = msc_tag({entry['tag']});")
+        asked.append(f"r->tag = msc_tag({entry['tag']});")
     if "bytes" in entry:
         expr = byte_expr(entry["bytes"], call)
         if "bytes_inplace" in entry:
             expr = f"sendbuf == MPI_IN_PLACE ? {byte_expr(entry['bytes_inplace'], call)} : {expr}"
         if "bytes_root" in entry:
             expr = f"msc_is_root(c, {entry['root']}) ? {byte_expr(entry['bytes_root'], call)} : {expr}"
+    # A receive's post-call work is on the critical path of the reply it
+    # sends next, so the asked-for envelope is only worked out when no
+    # status replaces it.
     if "flag" in entry:
         post.append(f"if (rc != MPI_SUCCESS || !*{entry['flag']}) msc_no_message(r);")
         post.append("else msc_status_envelope(r, c, st);")
     elif "status" in entry:  # the status has the bytes that came; the count only bounds them
         post.append("if (rc == MPI_SUCCESS) msc_status_envelope(r, c, st);")
-        if "bytes" in entry:
-            post.append(f"else r->bytes = {expr};")
+        failed = asked + ([f"r->bytes = {expr};"] if "bytes" in entry else [])
+        post.append("else {\n            " + "\n            ".join(failed) + "\n        }")
+    else:
+        post.extend(asked)
     if "bytes" in entry and "status" not in entry:
         post.append(f"r->bytes = {expr};")
     if "message" in entry:
