@@ -68,10 +68,11 @@ int msc_wait(void *site, MPI_Request *request, MPI_Status *status)
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
     if (msc_tracking) msc_req_lookup(*request, &ri);
     int rc = PMPI_Wait(request, st);
+    uint64_t t_left = r ? msc_ticks() : 0;
     if (rc == MPI_SUCCESS) msc_req_completed(&ri);
     if (r) {
         if (rc == MPI_SUCCESS && ri.id) completion_fields(r, &ri, st);
-        msc_leave(r);
+        msc_leave_at(r, t_left);
     }
     return rc;
 }
@@ -83,11 +84,12 @@ int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status)
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
     if (msc_tracking) msc_req_lookup(*request, &ri);
     int rc = PMPI_Test(request, flag, st);
+    uint64_t t_left = r ? msc_ticks() : 0;
     int done = rc == MPI_SUCCESS && *flag;
     if (done) msc_req_completed(&ri);
     if (r) {
         if (done && ri.id) completion_fields(r, &ri, st);
-        msc_leave(r);
+        msc_leave_at(r, t_left);
     }
     return rc;
 }
@@ -99,11 +101,12 @@ int msc_any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MP
     MPI_Status *none = MPI_STATUSES_IGNORE;
     struct msc_reqinfo *info = msc_tracking ? lookup_all(count, reqs, &none, 0) : NULL;
     int rc = test ? PMPI_Testany(count, reqs, index, flag, st) : PMPI_Waitany(count, reqs, index, st);
+    uint64_t t_left = r ? msc_ticks() : 0;
     int done = rc == MPI_SUCCESS && (!test || *flag) && *index != MPI_UNDEFINED;
     if (done && info) msc_req_completed(&info[*index]);
     if (r) {
         if (done && info && info[*index].id) completion_fields(r, &info[*index], st);
-        msc_leave(r);
+        msc_leave_at(r, t_left);
     }
     return rc;
 }
@@ -132,11 +135,12 @@ int msc_many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag
     case MSC_CALL_WAITSOME: rc = PMPI_Waitsome(count, reqs, outcount, indices, st); break;
     default: rc = PMPI_Testsome(count, reqs, outcount, indices, st); break;
     }
+    uint64_t t_left = r ? msc_ticks() : 0;
     int finished = rc == MPI_SUCCESS && info && (indices ? *outcount != MPI_UNDEFINED : (!flag || *flag));
     int n = !finished ? 0 : indices ? *outcount : count;
     for (int k = 0; k < n; k++) msc_req_completed(&info[indices ? indices[k] : k]);
     if (r) {
-        struct msc_span sp = msc_leave(r);
+        struct msc_span sp = msc_leave_at(r, t_left);
         for (int k = 0; k < n; k++) {
             /* Waitsome packs statuses: status k belongs to indices[k]. */
             const struct msc_reqinfo *ri = &info[indices ? indices[k] : k];
@@ -178,12 +182,13 @@ int msc_request_free(void *site, MPI_Request *request)
     struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};
     if (msc_tracking) msc_req_lookup(*request, &ri);
     int rc = PMPI_Request_free(request);
+    uint64_t t_left = r ? msc_ticks() : 0;
     /* The request completes on its own; its handle may come back for another. */
     if (rc == MPI_SUCCESS) msc_req_completed(&ri);
     if (r) {
         r->req = ri.id;
         r->comm = ri.comm;
-        msc_leave(r);
+        msc_leave_at(r, t_left);
     }
     return rc;
 }

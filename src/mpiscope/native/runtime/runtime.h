@@ -202,13 +202,20 @@ MSC_HOT struct msc_rec *msc_enter(uint16_t call, void *site)
     return r;
 }
 
-/* The call returned: t_leave is stored last, after the wrapper's fields. */
-MSC_HOT struct msc_span msc_leave(struct msc_rec *r)
+/* The call returned at tick t_left (read as the PMPI call returned, so the
+ * wrapper's own work is not counted in the call's time and the clock read
+ * overlaps it): t_leave is stored last, after the wrapper's fields. */
+MSC_HOT struct msc_span msc_leave_at(struct msc_rec *r, uint64_t t_left)
 {
-    struct msc_span sp = {r->t_enter, msc_ticks(), r->callsite};
-    __atomic_store_n(&r->t_leave, sp.t_leave, __ATOMIC_RELEASE);
+    struct msc_span sp = {r->t_enter, t_left, r->callsite};
+    __atomic_store_n(&r->t_leave, t_left, __ATOMIC_RELEASE);
     msc_tls->busy = 0;
     return sp;
+}
+
+MSC_HOT struct msc_span msc_leave(struct msc_rec *r)
+{
+    return msc_leave_at(r, msc_ticks());
 }
 
 /* A record that belongs to the call just left: same times and call site. */

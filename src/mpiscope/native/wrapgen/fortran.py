@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from parts import TableError, parts
+from parts import LEFT, TableError, parts
 
 HANDLES = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Op": "Op", "MPI_Info": "Info",
            "MPI_Group": "Group", "MPI_Win": "Win", "MPI_Request": "Request", "MPI_Message": "Message"}
@@ -94,6 +94,7 @@ def fortran_wrapper(entry: dict) -> str:
     # Not every converted argument is read by the record code.
     lines += ["    MSC_UNUSED " + x for x in before] + ["    " + x for x in pre]
     lines.append(f"    real({', '.join(real_args)}, ierr);")
+    lines.append("    " + LEFT)
     lines.append("    MSC_UNUSED int rc = *ierr;")
     lines += ["    " + x for x in after + p.after]
     lines.append("    if (r) {")

@@ -24,7 +24,7 @@ import tomllib
 from pathlib import Path
 
 from fortran import fortran_code
-from parts import SEQ_FAMILIES, TableError, parts
+from parts import LEFT, SEQ_FAMILIES, TableError, parts
 
 FIRST_TABLE_ID = 16
 # Records that are not MPI calls: parts of one call split over several records.
@@ -74,6 +74,7 @@ def c_wrapper(entry: dict, large: bool = False) -> str:
             f"    struct msc_rec *r = msc_enter({p.cid}, __builtin_return_address(0));"]
     body += ["    " + line for line in pre]
     body.append(f"    int rc = P{p.call}({', '.join(args)});")
+    body.append(f"    {LEFT}")
     body += ["    " + line for line in p.after]
     body.append("    if (r) {")
     body += ["        " + line for line in p.post]

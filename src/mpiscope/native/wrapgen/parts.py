@@ -62,11 +62,16 @@ def check_entry(entry: dict, names: set[str]) -> None:
             raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
 
 
+# The statement every emitter puts right after the PMPI call: the tick the
+# call returned at, which `leave` stores.
+LEFT = "uint64_t t_left = r ? msc_ticks() : 0;"
+
+
 @dataclass
 class Parts:
     """What a wrapper does around the PMPI call, independent of the binding:
     `pre` runs before it, `after` right after it (recording or not), `post`
-    fills the record, `leave` closes it. Statuses are bound by the emitter
+    fills the record, `leave` closes it at `t_left` (LEFT). Statuses are bound by the emitter
     (C: substitute one for MPI_STATUS_IGNORE; Fortran: convert)."""
     call: str
     cid: str
@@ -178,9 +183,9 @@ def parts(entry: dict, large: bool = False) -> Parts:
     if "request_ref" in entry:
         post.append("r->req = ri.id;")
 
-    leave = "msc_leave(r);"
+    leave = "msc_leave_at(r, t_left);"
     if "recv_part" in entry:
-        leave = ("struct msc_span sp = msc_leave(r);\n"
+        leave = ("struct msc_span sp = msc_leave_at(r, t_left);\n"
                  "        if (rc == MPI_SUCCESS) msc_emit_recv(&sp, c, st);")
     if "newcomm" in entry:
         how = entry["create"]
