@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mpiscope.mpi.build import compile_program
+from mpiscope.mpi.find import lib_dir
 from mpiscope.trace import Trace, open_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,10 @@ class Mpi:
 
 MPICH = Mpi("mpich", VENV_BIN / "mpicc", VENV_BIN / "mpiexec",
             env={"HYDRA_LAUNCHER": "fork", "MPIEXEC_TIMEOUT": str(RUN_TIMEOUT)})
+# MPICH's build of the MPI standard ABI (mpicc -mpi-abi, libmpi_abi): its
+# programs are recorded by the installed libmpiscope's abi/ build.
+MPICH_ABI = Mpi("mpich_abi", VENV_BIN / "mpicc_abi", VENV_BIN / "mpiexec",
+                env={"HYDRA_LAUNCHER": "fork", "MPIEXEC_TIMEOUT": str(RUN_TIMEOUT)})
 OPENMPI = Mpi("openmpi", OMPI_PREFIX / "bin" / "mpicc", OMPI_PREFIX / "bin" / "mpiexec",
               lib_dir=OMPI_PREFIX / "mpiscope-lib", launch_flags=("--oversubscribe",),
               env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -78,9 +83,17 @@ def openmpi() -> Mpi:
     return OPENMPI
 
 
-@pytest.fixture(params=["mpich", "openmpi"])
+@pytest.fixture(scope="session")
+def mpich_abi() -> Mpi:
+    require(MPICH_ABI.mpicc.is_file() and (lib_dir() / "abi" / "libmpiscope.so").is_file(),
+            "the mpich wheel's MPI ABI compiler (mpicc_abi) with libmpiscope built for it", "make setup")
+    return MPICH_ABI
+
+
+@pytest.fixture(params=["mpich", "openmpi", "mpich_abi"])
 def any_mpi(request: pytest.FixtureRequest) -> Mpi:
-    """Run a test once per MPI: the recording tests must pass with both."""
+    """Run a test once per MPI: the recording tests must pass with each, and
+    with programs built for the MPI standard ABI."""
     return request.getfixturevalue(request.param)
 
 

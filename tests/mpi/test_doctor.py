@@ -14,6 +14,8 @@ def test_doctor_matching_mpi():
     assert report["built_against"]["implementation"] == "MPICH"
     assert report["found_now"]["implementation"] == "MPICH"
     assert report["ok"] and done.returncode == 0
+    # the mpich wheel has mpicc_abi: programs built for the MPI standard ABI are recorded too
+    assert report["built_against"]["abi_lib_dir"].endswith("abi")
     assert "smpirun" in report["simgrid"]
 
 

@@ -138,3 +138,24 @@ def test_rank_that_cannot_open_its_trace_runs_on_and_no_rank_waits(tmp_path, exa
     for rank in (0, 2, 3):
         f = read_rank_file(raw / f"rank-{rank:06d}.msc", 1 << 16)
         assert not f.cut_off and f.size > 0
+
+
+@pytest.mark.mpi(ranks=2)
+def test_standard_abi_program_without_an_abi_build_stops_with_one_line(tmp_path, example, mpich_abi):
+    """A libmpiscope for libmpi preloaded into a program built for the MPI
+    standard ABI, with no abi/ build beside it, would start the wrong libmpi
+    and crash the program later: it stops it before main with one line."""
+    import shutil
+    import subprocess
+
+    from mpiscope.mpi.find import lib_dir
+
+    lone = tmp_path / "lib"
+    lone.mkdir()
+    shutil.copy(lib_dir() / "libmpiscope.so", lone)
+    env = dict(mpich_abi.environ(), MPISCOPE_DIR=str(tmp_path), LD_PRELOAD=str(lone / "libmpiscope.so"))
+    done = subprocess.run([*mpich_abi.launch(2), str(example("ring", mpich_abi)), "2", "8"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode != 0
+    assert done.stderr.count("is built for the MPI standard ABI (libmpi_abi)") == 1, done.stderr
+    assert "Segmentation" not in done.stderr + done.stdout

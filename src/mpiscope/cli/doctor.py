@@ -43,7 +43,9 @@ def diagnose() -> dict[str, Any]:
         d = lib_dir()
         b = built_against(d)
         report["built_against"] = {"implementation": b.implementation, "version": b.version, "libmpi": b.libmpi,
-                                   "compiler": b.compiler, "lib_dir": str(d)}
+                                   "compiler": b.compiler, "lib_dir": str(d),
+                                   # programs built with mpicc -mpi-abi are recorded by this build
+                                   "abi_lib_dir": str(d / "abi") if (d / "abi" / "libmpiscope.so").is_file() else None}
         if b.libmpi and not Path(b.libmpi).exists():
             report["problems"].append({"problem": f"the libmpi the library was built against ({b.libmpi}) is gone",
                                        "fix": "mpiscope doctor --rebuild"})
@@ -92,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             ["  libmpi", b.get("libmpi", "?")],
             ["  compiler", b.get("compiler", "?")],
             ["  native parts", b.get("lib_dir", "?")],
+            ["  MPI ABI programs", "recorded (abi/ build beside it)" if b.get("abi_lib_dir")
+             else "not recorded (this MPI has no mpicc_abi)"],
             ["found now: mpiexec", f"{f.get('mpiexec')} ({f.get('implementation', '?')} {f.get('version', '')})"],
             ["found now: mpicc", str(f.get("mpicc"))],
             ["SimGrid SMPI", sg["version"] or ("installed" if sg["smpirun"] else "not installed")],

@@ -31,6 +31,7 @@ static int types_agree(void)
 #endif
 }
 
+#if defined(MPICH_NUMVERSION) || defined(OPEN_MPI)
 static int status_agrees(MPI_Count n)
 {
     MPI_Status st;
@@ -38,6 +39,7 @@ static int status_agrees(MPI_Count n)
     if (PMPI_Status_set_elements_x(&st, MPI_BYTE, n) != MPI_SUCCESS) return 0;
     return msc_status_count(&st) == (uint64_t)n;
 }
+#endif
 
 void msc_fast_paths_init(void)
 {

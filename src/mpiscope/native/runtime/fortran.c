@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fortran.h"
+#if MSC_HAVE_FORTRAN
 
 void *msc_fortran_symbol(const char *name)
 {
@@ -254,3 +255,5 @@ static void msc_f_mpi_startall(void *site, MPI_Fint *count, MPI_Fint *reqs, MPI_
     f_requests(c, reqs, n);
 }
 MSC_FORTRAN(mpi_startall, MPI_STARTALL, (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *ierr), (SITE, count, reqs, ierr))
+
+#endif /* MSC_HAVE_FORTRAN */

@@ -6,6 +6,13 @@
 
 #define MSC_UNUSED __attribute__((unused))
 
+/* The MPI standard ABI (MPI-5, e.g. mpicc -mpi-abi) has no Fortran types:
+ * its programs are C, and a build for it leaves the Fortran entry points out. */
+#ifdef MPI_ABI_VERSION
+#define MSC_HAVE_FORTRAN 0
+#else
+#define MSC_HAVE_FORTRAN 1
+
 /* Fortran INTEGER arrays (counts, displacements) are read as C int arrays. */
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be a C int");
 
@@ -18,5 +25,7 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be a C int");
 void *msc_fortran_symbol(const char *name);
 const MPI_Datatype *msc_f2c_types(const MPI_Fint *types, int32_t n);
 int32_t msc_f_peers(MPI_Comm comm);
+
+#endif /* MSC_HAVE_FORTRAN */
 
 #endif
