@@ -46,3 +46,31 @@ def test_fortran_ring_recorded(tmp_path, fortran_lib):
     assert irecv["completed_by"].is_not_null().all()  # tied to MPI_WAITALL through Fortran handles
     assert t.collectives().collect().height == 3
     assert any("ring_f.f90:" in s for s in ev["callsite"].cast(pl.Utf8).to_list())
+
+
+@pytest.mark.mpi(ranks=4)
+def test_fortran_2008_ring_recorded(tmp_path, fortran_lib):
+    """`use mpi_f08`: Open MPI's entry points (mpi_send_f08_, ...) call its C
+    implementation directly, so they are wrapped too; ierror may be left out."""
+    prog = compile_program(EXAMPLES / "ring_f08.f90", mpicc=MPIF90, out_dir=tmp_path)
+    env = dict(os.environ, MPISCOPE_LIB_DIR=str(fortran_lib), OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader,tcp", OMPI_MCA_pml="ob1")
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", MPIEXEC, "--oversubscribe", "-n", "4",
+                         str(prog), "3"], env=env)
+    assert done.returncode == 0, done.stderr
+    t = open_trace(tmp_path / "t")
+    ev = t.events().collect()
+    calls = dict(ev.group_by(pl.col("call").cast(pl.Utf8)).len().iter_rows())
+    assert calls["MPI_Init"] == calls["MPI_Finalize"] == calls["MPI_Bcast"] == 4
+    assert calls["MPI_Irecv"] == calls["MPI_Send"] == calls["MPI_Waitall"] == calls["MPI_Sendrecv"] == 12
+    m = t.messages().collect()
+    assert m.height == 24 and t.manifest["counts"]["unmatched_recvs"] == 0
+    ring, back = m.filter(pl.col("tag") < 100), m.filter(pl.col("tag") > 100)
+    assert set(zip(ring["src"], ring["dst"])) == {(r, (r + 1) % 4) for r in range(4)}
+    assert (ring["bytes"] == 64).all() and sorted(set(ring["tag"])) == [1, 2, 3]
+    # the wildcard receive of MPI_Sendrecv is resolved from its f08 status
+    assert set(zip(back["src"], back["dst"])) == {((r + 1) % 4, r) for r in range(4)} and (back["bytes"] == 32).all()
+    irecv = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Irecv")
+    assert irecv["completed_by"].is_not_null().all()
+    assert t.collectives().collect().height == 4
+    assert any("ring_f08.f90:" in s for s in ev["callsite"].cast(pl.Utf8).to_list())

@@ -41,12 +41,23 @@ const MPI_Datatype *msc_f2c_types(const MPI_Fint *types, int32_t n)
     return out;
 }
 
-/* Four spellings of each Fortran entry point (mpi_x, mpi_x_, mpi_x__, MPI_X). */
-#define MSC_FORTRAN(lower, upper, params, args)                    \
+/* Four spellings of each Fortran entry point (mpi_x, mpi_x_, mpi_x__, MPI_X),
+ * and Open MPI's `use mpi_f08` one (mpi_x_f08_): its handles are derived
+ * types holding the INTEGER handle, passed by reference like it, and its
+ * ierror is OPTIONAL, so it may be NULL. */
+#define MSC_FORTRAN_F77(lower, upper, params, args)                \
     MSC_API void lower params { msc_f_##lower args; }              \
     MSC_API void lower##_ params { msc_f_##lower args; }           \
     MSC_API void lower##__ params { msc_f_##lower args; }          \
     MSC_API void upper params { msc_f_##lower args; }
+#define MSC_FORTRAN(lower, upper, params, args)                    \
+    MSC_FORTRAN_F77(lower, upper, params, args)                    \
+    MSC_API void lower##_f08_ params                               \
+    {                                                              \
+        MPI_Fint msc_ierr_;                                        \
+        if (!ierr) ierr = &msc_ierr_;                              \
+        msc_f_##lower args;                                        \
+    }
 
 #define SITE __builtin_return_address(0)
 
@@ -80,12 +91,23 @@ MSC_API void mpi_init_thread(MPI_Fint *q, MPI_Fint *p, MPI_Fint *e) { msc_f_mpi_
 MSC_API void mpi_init_thread_(MPI_Fint *q, MPI_Fint *p, MPI_Fint *e) { msc_f_mpi_init_thread(SITE, "pmpi_init_thread_", q, p, e); }
 MSC_API void mpi_init_thread__(MPI_Fint *q, MPI_Fint *p, MPI_Fint *e) { msc_f_mpi_init_thread(SITE, "pmpi_init_thread__", q, p, e); }
 MSC_API void MPI_INIT_THREAD(MPI_Fint *q, MPI_Fint *p, MPI_Fint *e) { msc_f_mpi_init_thread(SITE, "PMPI_INIT_THREAD", q, p, e); }
+MSC_API void mpi_init_f08_(MPI_Fint *ierr)
+{
+    MPI_Fint e = 0;
+    msc_f_mpi_init(SITE, "pmpi_init_f08_", ierr ? ierr : &e);
+}
+MSC_API void mpi_init_thread_f08_(MPI_Fint *q, MPI_Fint *p, MPI_Fint *ierr)
+{
+    MPI_Fint e = 0;
+    msc_f_mpi_init_thread(SITE, "pmpi_init_thread_f08_", q, p, ierr ? ierr : &e);
+}
 
 static void msc_f_mpi_finalize(void *site, MPI_Fint *ierr) { *ierr = msc_finalize(site); }
 MSC_FORTRAN(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr), (SITE, ierr))
 
 static void msc_f_mpi_pcontrol(void *site, MPI_Fint *level) { msc_pcontrol(site, (int)*level); }
-MSC_FORTRAN(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level), (SITE, level))
+MSC_FORTRAN_F77(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level), (SITE, level))
+MSC_API void mpi_pcontrol_f08_(MPI_Fint *level) { msc_f_mpi_pcontrol(SITE, level); }
 
 static void msc_f_mpi_abort(void *site, MPI_Fint *comm, MPI_Fint *code, MPI_Fint *ierr)
 {
@@ -161,16 +183,16 @@ static void msc_f_mpi_waitany(void *site, MPI_Fint *count, MPI_Fint *reqs, MPI_F
 {
     msc_f_any(site, count, reqs, index, NULL, status, ierr, 0);
 }
-MSC_FORTRAN(mpi_waitany, MPI_WAITANY, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *i, MPI_Fint *s, MPI_Fint *e),
-            (SITE, c, r, i, s, e))
+MSC_FORTRAN(mpi_waitany, MPI_WAITANY, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *i, MPI_Fint *s, MPI_Fint *ierr),
+            (SITE, c, r, i, s, ierr))
 
 static void msc_f_mpi_testany(void *site, MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index, MPI_Fint *flag,
                               MPI_Fint *status, MPI_Fint *ierr)
 {
     msc_f_any(site, count, reqs, index, flag, status, ierr, 1);
 }
-MSC_FORTRAN(mpi_testany, MPI_TESTANY, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *i, MPI_Fint *f, MPI_Fint *s, MPI_Fint *e),
-            (SITE, c, r, i, f, s, e))
+MSC_FORTRAN(mpi_testany, MPI_TESTANY, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *i, MPI_Fint *f, MPI_Fint *s, MPI_Fint *ierr),
+            (SITE, c, r, i, f, s, ierr))
 
 /* Waitall/Testall (indices NULL) and Waitsome/Testsome, with Fortran status arrays. */
 static void msc_f_many(void *site, uint16_t call, MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *flag,
@@ -202,30 +224,30 @@ static void msc_f_mpi_waitall(void *site, MPI_Fint *c, MPI_Fint *r, MPI_Fint *s,
 {
     msc_f_many(site, MSC_CALL_WAITALL, c, r, NULL, NULL, NULL, s, e);
 }
-MSC_FORTRAN(mpi_waitall, MPI_WAITALL, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *s, MPI_Fint *e), (SITE, c, r, s, e))
+MSC_FORTRAN(mpi_waitall, MPI_WAITALL, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *s, MPI_Fint *ierr), (SITE, c, r, s, ierr))
 
 static void msc_f_mpi_testall(void *site, MPI_Fint *c, MPI_Fint *r, MPI_Fint *f, MPI_Fint *s, MPI_Fint *e)
 {
     msc_f_many(site, MSC_CALL_TESTALL, c, r, f, NULL, NULL, s, e);
 }
-MSC_FORTRAN(mpi_testall, MPI_TESTALL, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *f, MPI_Fint *s, MPI_Fint *e),
-            (SITE, c, r, f, s, e))
+MSC_FORTRAN(mpi_testall, MPI_TESTALL, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *f, MPI_Fint *s, MPI_Fint *ierr),
+            (SITE, c, r, f, s, ierr))
 
 static void msc_f_mpi_waitsome(void *site, MPI_Fint *c, MPI_Fint *r, MPI_Fint *o, MPI_Fint *i, MPI_Fint *s,
                                MPI_Fint *e)
 {
     msc_f_many(site, MSC_CALL_WAITSOME, c, r, NULL, o, i, s, e);
 }
-MSC_FORTRAN(mpi_waitsome, MPI_WAITSOME, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *o, MPI_Fint *i, MPI_Fint *s, MPI_Fint *e),
-            (SITE, c, r, o, i, s, e))
+MSC_FORTRAN(mpi_waitsome, MPI_WAITSOME, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *o, MPI_Fint *i, MPI_Fint *s, MPI_Fint *ierr),
+            (SITE, c, r, o, i, s, ierr))
 
 static void msc_f_mpi_testsome(void *site, MPI_Fint *c, MPI_Fint *r, MPI_Fint *o, MPI_Fint *i, MPI_Fint *s,
                                MPI_Fint *e)
 {
     msc_f_many(site, MSC_CALL_TESTSOME, c, r, NULL, o, i, s, e);
 }
-MSC_FORTRAN(mpi_testsome, MPI_TESTSOME, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *o, MPI_Fint *i, MPI_Fint *s, MPI_Fint *e),
-            (SITE, c, r, o, i, s, e))
+MSC_FORTRAN(mpi_testsome, MPI_TESTSOME, (MPI_Fint *c, MPI_Fint *r, MPI_Fint *o, MPI_Fint *i, MPI_Fint *s, MPI_Fint *ierr),
+            (SITE, c, r, o, i, s, ierr))
 
 static void msc_f_mpi_request_free(void *site, MPI_Fint *req, MPI_Fint *ierr)
 {

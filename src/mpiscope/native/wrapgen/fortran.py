@@ -110,6 +110,14 @@ def fortran_wrapper(entry: dict) -> str:
                   f"    static msc_fn_{lower} real;",
                   f"    if (!real) *(void **)&real = msc_fortran_symbol(\"{real}\");",
                   f"    msc_f_{lower}(__builtin_return_address(0), real, {argnames});", "}"]
+    # Open MPI's `use mpi_f08` entry point: handles are derived types holding
+    # the INTEGER handle, passed by reference as it is; ierror is OPTIONAL.
+    lines += [f"MSC_API void {lower}_f08_({sig})", "{",
+              f"    static msc_fn_{lower} real;",
+              f"    if (!real) *(void **)&real = msc_fortran_symbol(\"p{lower}_f08_\");",
+              "    MPI_Fint msc_ierr_;",
+              "    if (!ierr) ierr = &msc_ierr_;",
+              f"    msc_f_{lower}(__builtin_return_address(0), real, {argnames});", "}"]
     return "\n".join(lines) + "\n"
 
 

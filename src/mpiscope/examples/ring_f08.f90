@@ -1,0 +1,38 @@
+! Ring in Fortran 2008 (`use mpi_f08`): handles are derived types and ierror
+! is optional. Per round a token travels rank -> rank+1 with MPI_Irecv,
+! MPI_Send and MPI_Waitall, then MPI_Sendrecv goes the other way (its status
+! says who sent), and MPI_Allreduce sums; rank 0 broadcasts once at the end.
+! Some calls pass ierror, some leave it out. usage: ring_f08 [iters]
+program ring_f08
+    use mpi_f08
+    implicit none
+    integer :: ierr, rank, nprocs, i, iters, next, prev, nargs
+    type(MPI_Request) :: reqs(1)
+    type(MPI_Status) :: st
+    double precision :: buf(8), token(8), back(4), total
+    character(len=16) :: arg
+
+    call MPI_Init()
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+    call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
+    iters = 3
+    nargs = command_argument_count()
+    if (nargs > 0) then
+        call get_command_argument(1, arg)
+        read (arg, *) iters
+    end if
+    next = mod(rank + 1, nprocs)
+    prev = mod(rank + nprocs - 1, nprocs)
+    token = rank
+    do i = 1, iters
+        call MPI_Irecv(buf, 8, MPI_DOUBLE_PRECISION, prev, i, MPI_COMM_WORLD, reqs(1))
+        call MPI_Send(token, 8, MPI_DOUBLE_PRECISION, next, i, MPI_COMM_WORLD, ierr)
+        call MPI_Waitall(1, reqs, MPI_STATUSES_IGNORE)
+        call MPI_Sendrecv(token, 4, MPI_DOUBLE_PRECISION, prev, 100 + i, back, 4, MPI_DOUBLE_PRECISION, &
+                          MPI_ANY_SOURCE, 100 + i, MPI_COMM_WORLD, st)
+        if (st%MPI_SOURCE /= next) error stop "MPI_Sendrecv: wrong source"
+        call MPI_Allreduce(buf(1), total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+    end do
+    call MPI_Bcast(total, 1, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD)
+    call MPI_Finalize(ierr)
+end program ring_f08
