@@ -152,8 +152,10 @@ def test_communicators_translate_to_world_ranks(run_traced, any_mpi):
     t = run_traced("comms", N, mpi=any_mpi)
     m = t.messages().collect()
     pairs = sorted(zip(m["src"].to_list(), m["dst"].to_list(), m["tag"].to_list()))
-    # ring inside each half (tag 5), then the two half leaders (highest world ranks) over the intercomm (tag 12)
-    assert pairs == [(0, 2, 5), (1, 3, 5), (2, 0, 5), (2, 3, 12), (3, 1, 5), (3, 2, 12)]
+    # ring inside each half (tag 5), then the two half leaders (highest world ranks) over the intercomm
+    # (tag 12) and over its duplicate (tag 13)
+    assert pairs == [(0, 2, 5), (1, 3, 5), (2, 0, 5), (2, 3, 12), (2, 3, 13), (3, 1, 5), (3, 2, 12), (3, 2, 13)]
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
     ev = t.events().collect()
     bcast = by_call(ev, "MPI_Bcast")
     assert sorted(bcast["rank"].to_list()) == [0, 1] and (bcast["root"] == 1).all()

@@ -1,6 +1,6 @@
 /* Communicator creation: dup, split (even/odd, reversed keys), idup,
  * create_group, an intercommunicator between evens and odds (with a message
- * over it), and a distributed graph with a neighbourhood alltoall. Peers
+ * over it and over its duplicate), and a distributed graph with a neighbourhood alltoall. Peers
  * must come out as world ranks. Needs >= 2 ranks (4 for the intercomm). */
 #include <mpi.h>
 
@@ -43,6 +43,11 @@ int main(int argc, char **argv)
             MPI_Sendrecv(&x, 1, MPI_INT, 0, 12, &y, 1, MPI_INT, 0, 12, inter, MPI_STATUS_IGNORE);
         }
         MPI_Barrier(inter);
+        /* a duplicate of it: both sides must name the copy alike too */
+        MPI_Comm interdup;
+        MPI_Comm_dup(inter, &interdup);
+        if (hrank == 0) MPI_Sendrecv(&x, 1, MPI_INT, 0, 13, &y, 1, MPI_INT, 0, 13, interdup, MPI_STATUS_IGNORE);
+        MPI_Comm_free(&interdup);
         MPI_Comm_free(&inter);
     }
     int dst = (rank + 1) % size, src = (rank + size - 1) % size;

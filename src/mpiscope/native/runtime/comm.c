@@ -243,8 +243,17 @@ uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int sa
         } else {
             describe(id, newcomm);
         }
+        /* The leader tells apart the communicators one call makes (Comm_split's
+         * colours). The two sides of an intercommunicator must name it alike,
+         * so there it is both groups' leaders, ordered. */
         int32_t leader = m->size > 0 && m->ranks ? m->ranks[0] : -1;
-        m->gid = mix(mix(p ? p->gid : 0, (uint64_t)(uint32_t)seq), (uint64_t)(uint32_t)leader);
+        uint64_t leaders = (uint64_t)(uint32_t)leader;
+        if (m->kind == MSC_COMM_INTER && m->remote_size > 0 && m->remote) {
+            int32_t other = m->remote[0];
+            leaders = mix((uint64_t)(uint32_t)(leader < other ? leader : other),
+                          (uint64_t)(uint32_t)(leader < other ? other : leader));
+        }
+        m->gid = mix(mix(p ? p->gid : 0, (uint64_t)(uint32_t)seq), leaders);
         publish(id, MSC_KEY(newcomm));
     }
     pthread_mutex_unlock(&comm_lock);
