@@ -128,9 +128,10 @@ def test_point_to_point_modes(run_traced, any_mpi):
     m = t.messages().collect()
     assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
     per_tag = dict(m.group_by("tag").len().iter_rows())
-    # tags of p2pmodes.c: one message each, Sendrecv (and the zero-byte sync) both ways, persistent 3 rounds
+    # tags of p2pmodes.c: one message each, Sendrecv (and the zero-byte sync) both ways, persistent 3 rounds,
+    # Isendrecv and Sendrecv both ways
     assert per_tag == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 6, 7: 1, 8: 1, 9: 1, 10: 1, 11: 1, 12: 1, 13: 1, 14: 1, 15: 1,
-                       99: 2}
+                       16: 4, 99: 2}
     assert set(zip(m["src"], m["dst"])) == {(0, 1), (1, 0)}
     assert (m.filter(~pl.col("tag").is_in([15, 99]))["bytes"] == 16 * INT).all()
     ev = t.events().collect()
@@ -144,6 +145,9 @@ def test_point_to_point_modes(run_traced, any_mpi):
     probes = by_call(ev, "MPI_Mprobe")
     assert probes["peer"].to_list() == [0] and probes["tag"].to_list() == [9]
     assert by_call(ev, "MPI_Startall").height == 6
+    # the receive half of an Isendrecv, completed by MPI_Wait, with its own envelope
+    waits = by_call(ev, "MPI_Wait").filter(pl.col("tag") == 16).sort("rank")
+    assert waits["peer"].to_list() == [1, 0] and (waits["bytes"] == 16 * INT).all()
     assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
 
 

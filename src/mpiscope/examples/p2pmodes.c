@@ -7,7 +7,7 @@
 
 #define COUNT 16
 enum { TAG_B = 1, TAG_S, TAG_R, TAG_SR, TAG_SRR, TAG_P, TAG_PROBE, TAG_IPROBE, TAG_MPROBE, TAG_IMPROBE,
-       TAG_ANY, TAG_SOME, TAG_TESTALL, TAG_ISSEND, TAG_DERIVED };
+       TAG_ANY, TAG_SOME, TAG_TESTALL, TAG_ISSEND, TAG_DERIVED, TAG_ISENDRECV };
 
 int main(int argc, char **argv)
 {
@@ -88,6 +88,16 @@ int main(int argc, char **argv)
         if (rank == 0) MPI_Send(d, 2, vec, peer, TAG_DERIVED, MPI_COMM_WORLD);
         else MPI_Recv(d, 48, MPI_DOUBLE, peer, TAG_DERIVED, MPI_COMM_WORLD, &st);
         MPI_Type_free(&vec);
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+        /* MPI-4 Isendrecv both ways, then a Sendrecv with the same envelope
+         * (MPICH 5.0 completes an Isendrecv with a status that is not its message's) */
+        MPI_Request isr;
+        MPI_Isendrecv(a, COUNT, MPI_INT, peer, TAG_ISENDRECV, b, COUNT, MPI_INT, peer, TAG_ISENDRECV,
+                      MPI_COMM_WORLD, &isr);
+        MPI_Wait(&isr, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(a, COUNT, MPI_INT, peer, TAG_ISENDRECV, b, COUNT, MPI_INT, peer, TAG_ISENDRECV,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+#endif
         /* MPI_PROC_NULL: no message */
         MPI_Send(a, COUNT, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
     }

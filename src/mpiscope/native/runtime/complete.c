@@ -13,7 +13,24 @@
 
 static int is_recv(int kind)
 {
-    return kind == MSC_REQ_RECV || kind == MSC_REQ_PRECV;
+    return kind == MSC_REQ_RECV || kind == MSC_REQ_PRECV || kind == MSC_REQ_SENDRECV;
+}
+
+/* MPICH 5.0 completes an MPI_Isendrecv with a status whose tag and count are
+ * not its message's (Open MPI's are). Where the receive half named its source
+ * and tag, a status that disagrees with them is not taken: the envelope is
+ * the one asked for, and the bytes what the receive half could hold. */
+static int isendrecv_status_wrong(struct msc_rec *r, const struct msc_reqinfo *ri, const MPI_Status *st)
+{
+    int32_t peer = msc_world_rank(ri->comm, st->MPI_SOURCE);
+    if ((ri->asked_peer == MSC_PEER_ANY || peer == ri->asked_peer) &&
+        (ri->asked_tag == MSC_TAG_ANY || st->MPI_TAG == ri->asked_tag))
+        return 0;
+    if (ri->asked_peer != MSC_PEER_ANY) peer = ri->asked_peer;
+    r->peer = peer;
+    r->tag = ri->asked_tag != MSC_TAG_ANY ? ri->asked_tag : st->MPI_TAG;
+    r->bytes = ri->asked_bytes;
+    return 1;
 }
 
 /* Envelope of a finished request into r; cancelled receives delivered nothing. */
@@ -22,6 +39,7 @@ static void completion_fields(struct msc_rec *r, const struct msc_reqinfo *ri, c
     r->req = ri->id;
     r->comm = ri->comm;
     if (!is_recv(ri->kind) || !st) return;
+    if (ri->kind == MSC_REQ_SENDRECV && isendrecv_status_wrong(r, ri, st)) return;
     int cancelled = 0;
     PMPI_Test_cancelled(st, &cancelled);
     if (cancelled) {
@@ -64,7 +82,7 @@ static struct msc_reqinfo *lookup_all(int n, MPI_Request *reqs, MPI_Status **sta
 int msc_wait(void *site, MPI_Request *request, MPI_Status *status)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_WAIT, site);
-    struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};
+    struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
     if (msc_tracking) msc_req_lookup(*request, &ri);
     int rc = PMPI_Wait(request, st);
@@ -80,7 +98,7 @@ int msc_wait(void *site, MPI_Request *request, MPI_Status *status)
 int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_TEST, site);
-    struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};
+    struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
     if (msc_tracking) msc_req_lookup(*request, &ri);
     int rc = PMPI_Test(request, flag, st);
@@ -179,7 +197,7 @@ MSC_API int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outc
 int msc_request_free(void *site, MPI_Request *request)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_REQUEST_FREE, site);
-    struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};
+    struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};
     if (msc_tracking) msc_req_lookup(*request, &ri);
     int rc = PMPI_Request_free(request);
     uint64_t t_left = r ? msc_ticks() : 0;

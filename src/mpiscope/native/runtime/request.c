@@ -19,7 +19,7 @@
 struct rslot {
     uint64_t key;
     uint64_t val;   /* id | comm << 32 | kind << 48 */
-    int32_t peer;   /* persistent requests: their envelope */
+    int32_t peer;   /* persistent requests: their envelope; MPI_Isendrecv: its receive half's */
     int32_t tag;
     uint64_t bytes;
 };
@@ -152,10 +152,20 @@ void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t
     msc_req_persist(req, MSC_REQ_PCOLL, comm, root, (int32_t)call, bytes);
 }
 
+/* MPI_Isendrecv, after its request was started: what its receive half asked for. */
+void msc_req_asked(MPI_Request req, int32_t peer, int32_t tag, uint64_t bytes)
+{
+    struct rslot *s = req == MPI_REQUEST_NULL ? NULL : find(&reqs, MSC_KEY(req), 0);
+    if (!s) return;
+    s->peer = peer;
+    s->tag = tag;
+    s->bytes = bytes;
+}
+
 /* Before a completion call: what is pending under this handle. */
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info)
 {
-    *info = (struct msc_reqinfo){0, MSC_COMM_UNKNOWN, 0, NULL, 0};
+    *info = (struct msc_reqinfo){.comm = MSC_COMM_UNKNOWN};
     if (req == MPI_REQUEST_NULL) return;
     struct rslot *s = find(&reqs, MSC_KEY(req), 0);
     if (!s) return;
@@ -165,6 +175,11 @@ void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info)
     info->kind = (uint8_t)(v >> 48);
     info->slot = &s->val;
     info->val = v;
+    if (info->kind == MSC_REQ_SENDRECV) {
+        info->asked_peer = s->peer;
+        info->asked_tag = s->tag;
+        info->asked_bytes = s->bytes;
+    }
 }
 
 /* After a completion call returned the request as complete: nothing is

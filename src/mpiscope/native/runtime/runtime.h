@@ -39,7 +39,7 @@
 #endif
 
 enum { MSC_REQ_SEND = 1, MSC_REQ_RECV, MSC_REQ_COLL, MSC_REQ_RMA, MSC_REQ_PSEND, MSC_REQ_PRECV,
-       MSC_REQ_OTHER, MSC_REQ_PCOLL };
+       MSC_REQ_OTHER, MSC_REQ_PCOLL, MSC_REQ_SENDRECV };
 
 struct msc_thread {
     struct msc_rec *next;  /* next free record in the current block */
@@ -64,6 +64,8 @@ struct msc_reqinfo {
     uint8_t kind;
     uint64_t *slot;   /* table entry, to mark the request done after completion */
     uint64_t val;     /* its value when looked up */
+    int32_t asked_peer, asked_tag; /* MPI_Isendrecv: what its receive half asked for */
+    uint64_t asked_bytes;
 };
 #define MSC_REQ_IMMEDIATE 0x80000000u /* recorded id flag: complete at start */
 
@@ -111,6 +113,7 @@ uint32_t msc_req_start_id(MPI_Request req, int kind, uint16_t comm, uint32_t id)
 void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int32_t tag,
                      uint64_t bytes);
 void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t bytes, uint16_t call);
+void msc_req_asked(MPI_Request req, int32_t peer, int32_t tag, uint64_t bytes);
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
 void msc_req_completed(const struct msc_reqinfo *info);
 int msc_req_restart(MPI_Request req, struct msc_rec *sub);

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 SEQ_FAMILIES = {"coll", "nbc", "neighbor"}
 # Isendrecv's completion status describes its receive half.
 REQUEST_KIND = {"isend": "MSC_REQ_SEND", "irecv": "MSC_REQ_RECV", "imrecv": "MSC_REQ_RECV",
-                "isendrecv": "MSC_REQ_RECV"}
+                "isendrecv": "MSC_REQ_SENDRECV"}
 
 
 class TableError(Exception):
@@ -57,7 +57,7 @@ def byte_expr(expr: str, call: str) -> str:
 def check_entry(entry: dict, names: set[str]) -> None:
     call = entry["name"]
     for key in ("comm", "win", "peer", "root", "tag", "request", "status", "flag", "message",
-                "message_ref", "request_ref", "newcomm", "newwin", "recv_part", "recv_source"):
+                "message_ref", "request_ref", "newcomm", "newwin", "recv_part", "recv_source", "recv_tag"):
         if key in entry and entry[key] not in names:
             raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
 
@@ -129,7 +129,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
         pre.append("uint16_t c = MSC_COMM_UNKNOWN;")
         pre.append(f"uint32_t mid = r ? msc_msg_lookup(*{entry['message_ref']}, &c) : 0;")
     if "request_ref" in entry:
-        pre.append("struct msc_reqinfo ri = {0, MSC_COMM_UNKNOWN, 0, NULL, 0};")
+        pre.append("struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};")
         pre.append(f"if (r) msc_req_lookup(*{entry['request_ref']}, &ri);")
         pre.append("uint16_t c = ri.comm;")
 
@@ -180,6 +180,10 @@ def parts(entry: dict, large: bool = False) -> Parts:
     elif "request" in entry:
         kind = REQUEST_KIND.get(entry.get("msg", ""), "MSC_REQ_RMA" if family == "rma" else "MSC_REQ_COLL")
         post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, {kind}, c) : 0;")
+        if kind == "MSC_REQ_SENDRECV":
+            post.append(f"if (rc == MPI_SUCCESS) msc_req_asked(*{entry['request']}, msc_world_rank(c, "
+                        f"{entry['recv_source']}), msc_tag({entry['recv_tag']}), "
+                        f"{byte_expr(entry['recv_bytes'], call)});")
     if "request_ref" in entry:
         post.append("r->req = ri.id;")
 
