@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import EXAMPLES, mpiscope_cli, require
 
 from mpiscope.mpi.build import compile_program, rebuild
-from mpiscope.trace import open_trace
+from mpiscope.trace import Trace, open_trace
 
 MPIF90, MPICC, MPIEXEC = "/usr/bin/mpif90.openmpi", "/usr/bin/mpicc.openmpi", "/usr/bin/mpiexec.openmpi"
 
@@ -25,15 +25,20 @@ def fortran_lib(tmp_path_factory) -> Path:
     return rebuild(MPICC, tmp_path_factory.mktemp("ompi-fortran-lib"))
 
 
-@pytest.mark.mpi(ranks=4)
-def test_fortran_ring_recorded(tmp_path, fortran_lib):
-    prog = compile_program(EXAMPLES / "ring_f.f90", mpicc=MPIF90, out_dir=tmp_path)
+def record_example(name: str, tmp_path: Path, fortran_lib: Path) -> Trace:
+    """Compile a Fortran example with Debian's Open MPI and record it on 4 ranks (3 rounds)."""
+    prog = compile_program(EXAMPLES / name, mpicc=MPIF90, out_dir=tmp_path)
     env = dict(os.environ, MPISCOPE_LIB_DIR=str(fortran_lib), OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader,tcp", OMPI_MCA_pml="ob1")
     done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", MPIEXEC, "--oversubscribe", "-n", "4",
                          str(prog), "3"], env=env)
     assert done.returncode == 0, done.stderr
-    t = open_trace(tmp_path / "t")
+    return open_trace(tmp_path / "t")
+
+
+@pytest.mark.mpi(ranks=4)
+def test_fortran_ring_recorded(tmp_path, fortran_lib):
+    t = record_example("ring_f.f90", tmp_path, fortran_lib)
     ev = t.events().collect()
     calls = dict(ev.group_by(pl.col("call").cast(pl.Utf8)).len().iter_rows())
     assert calls["MPI_Init"] == 4 and calls["MPI_Finalize"] == 4
@@ -52,13 +57,7 @@ def test_fortran_ring_recorded(tmp_path, fortran_lib):
 def test_fortran_2008_ring_recorded(tmp_path, fortran_lib):
     """`use mpi_f08`: Open MPI's entry points (mpi_send_f08_, ...) call its C
     implementation directly, so they are wrapped too; ierror may be left out."""
-    prog = compile_program(EXAMPLES / "ring_f08.f90", mpicc=MPIF90, out_dir=tmp_path)
-    env = dict(os.environ, MPISCOPE_LIB_DIR=str(fortran_lib), OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader,tcp", OMPI_MCA_pml="ob1")
-    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", MPIEXEC, "--oversubscribe", "-n", "4",
-                         str(prog), "3"], env=env)
-    assert done.returncode == 0, done.stderr
-    t = open_trace(tmp_path / "t")
+    t = record_example("ring_f08.f90", tmp_path, fortran_lib)
     ev = t.events().collect()
     calls = dict(ev.group_by(pl.col("call").cast(pl.Utf8)).len().iter_rows())
     assert calls["MPI_Init"] == calls["MPI_Finalize"] == calls["MPI_Bcast"] == 4
