@@ -7,7 +7,7 @@
 
 #define COUNT 16
 enum { TAG_B = 1, TAG_S, TAG_R, TAG_SR, TAG_SRR, TAG_P, TAG_PROBE, TAG_IPROBE, TAG_MPROBE, TAG_IMPROBE,
-       TAG_ANY, TAG_SOME, TAG_TESTALL, TAG_ISSEND, TAG_DERIVED, TAG_ISENDRECV };
+       TAG_ANY, TAG_SOME, TAG_TESTALL, TAG_ISSEND, TAG_DERIVED, TAG_ISENDRECV, TAG_CANCEL };
 
 int main(int argc, char **argv)
 {
@@ -98,6 +98,22 @@ int main(int argc, char **argv)
         MPI_Sendrecv(a, COUNT, MPI_INT, peer, TAG_ISENDRECV, b, COUNT, MPI_INT, peer, TAG_ISENDRECV,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 #endif
+        /* Cancelled sends, to itself (MPICH cancels those; Open MPI cancels
+         * no send): one completed by Wait, one freed. What was not cancelled
+         * is received; then a real message of the same envelope. */
+        MPI_Isend(a, COUNT, MPI_INT, 0, TAG_CANCEL, MPI_COMM_SELF, &req[0]);
+        MPI_Cancel(&req[0]);
+        MPI_Wait(&req[0], &st);
+        MPI_Issend(a, COUNT, MPI_INT, 0, TAG_CANCEL, MPI_COMM_SELF, &req[0]);
+        MPI_Cancel(&req[0]);
+        MPI_Request_free(&req[0]);
+        for (flag = 1; flag;) {
+            MPI_Iprobe(0, TAG_CANCEL, MPI_COMM_SELF, &flag, &st);
+            if (flag) MPI_Recv(b, COUNT, MPI_INT, 0, TAG_CANCEL, MPI_COMM_SELF, &st);
+        }
+        MPI_Isend(a, COUNT, MPI_INT, 0, TAG_CANCEL, MPI_COMM_SELF, &req[0]);
+        MPI_Recv(b, COUNT, MPI_INT, 0, TAG_CANCEL, MPI_COMM_SELF, &st);
+        MPI_Wait(&req[0], &st);
         /* MPI_PROC_NULL: no message */
         MPI_Send(a, COUNT, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
     }

@@ -33,19 +33,29 @@ static int isendrecv_status_wrong(struct msc_rec *r, const struct msc_reqinfo *r
     return 1;
 }
 
-/* Envelope of a finished request into r; cancelled receives delivered nothing. */
+static int is_send(int kind)
+{
+    return kind == MSC_REQ_SEND || kind == MSC_REQ_PSEND || kind == MSC_REQ_SENDRECV;
+}
+
+/* A cancelled request carried no message: its completion says so, and the
+ * merge leaves its send out of the matching (a receive has no envelope). */
+static int cancelled(struct msc_rec *r, const struct msc_reqinfo *ri, const MPI_Status *st)
+{
+    int flag = 0;
+    if (!ri->cancel_asked || !st || PMPI_Test_cancelled(st, &flag) != MPI_SUCCESS || !flag) return 0;
+    msc_no_message(r);
+    r->peer = MSC_PEER_CANCELLED;
+    return 1;
+}
+
+/* Envelope of a finished request into r. */
 static void completion_fields(struct msc_rec *r, const struct msc_reqinfo *ri, const MPI_Status *st)
 {
     r->req = ri->id;
     r->comm = ri->comm;
-    if (!is_recv(ri->kind) || !st) return;
+    if (!st || cancelled(r, ri, st) || !is_recv(ri->kind)) return;
     if (ri->kind == MSC_REQ_SENDRECV && isendrecv_status_wrong(r, ri, st)) return;
-    int cancelled = 0;
-    PMPI_Test_cancelled(st, &cancelled);
-    if (cancelled) {
-        msc_no_message(r);
-        return;
-    }
     msc_status_envelope(r, ri->comm, st);
 }
 
@@ -194,11 +204,24 @@ MSC_API int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outc
                 array_of_indices, array_of_statuses);
 }
 
+/* A send about to be freed after MPI_Cancel: its status says whether it was
+ * cancelled. A cancel that succeeds completes the request at once (MPICH);
+ * one still pending was not cancelled (Open MPI cancels no send, MPI-4
+ * deprecates cancelling them), and its message may yet be received. */
+static int cancelled_before_free(MPI_Request req)
+{
+    int done = 0, flag = 0;
+    MPI_Status st;
+    if (PMPI_Request_get_status(req, &done, &st) != MPI_SUCCESS || !done) return 0;
+    return PMPI_Test_cancelled(&st, &flag) == MPI_SUCCESS && flag;
+}
+
 int msc_request_free(void *site, MPI_Request *request)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_REQUEST_FREE, site);
     struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};
     if (msc_tracking) msc_req_lookup(*request, &ri);
+    int gone = r && ri.id && ri.cancel_asked && is_send(ri.kind) && cancelled_before_free(*request);
     int rc = PMPI_Request_free(request);
     uint64_t t_left = r ? msc_ticks() : 0;
     /* The request completes on its own; its handle may come back for another. */
@@ -206,7 +229,16 @@ int msc_request_free(void *site, MPI_Request *request)
     if (r) {
         r->req = ri.id;
         r->comm = ri.comm;
-        msc_leave_at(r, t_left);
+        struct msc_span sp = msc_leave_at(r, t_left);
+        if (rc == MPI_SUCCESS && gone) {
+            struct msc_rec *s = msc_sub(&sp);
+            if (s) {
+                s->req = ri.id;
+                s->comm = ri.comm;
+                s->peer = MSC_PEER_CANCELLED;
+                msc_commit(s, MSC_SUB_COMPLETE);
+            }
+        }
     }
     return rc;
 }

@@ -32,6 +32,7 @@
 #define MSC_PEER_PROC_NULL (-3)  /* MPI_PROC_NULL */
 #define MSC_PEER_ROOT (-4)       /* MPI_ROOT (root side of an intercommunicator collective) */
 #define MSC_PEER_UNKNOWN (-5)    /* rank could not be translated */
+#define MSC_PEER_CANCELLED (-6)  /* completion of a cancelled request: no message */
 #define MSC_TAG_ANY (-1000001)   /* MPI_ANY_TAG, kept apart from user tags */
 #define MSC_TAG_NONE (-1000002)  /* call has no tag; Iprobe/Improbe without a message */
 

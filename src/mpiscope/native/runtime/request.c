@@ -47,6 +47,7 @@ int msc_requests_init(void)
 }
 
 #define SHARED (1ull << 56)
+#define CANCEL_ASKED (1ull << 57) /* until the handle's next start */
 #define ID_MASK 0x7fffffffu
 
 static inline uint64_t pack(uint32_t id, uint16_t comm, int kind)
@@ -175,6 +176,7 @@ void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info)
     info->kind = (uint8_t)(v >> 48);
     info->slot = &s->val;
     info->val = v;
+    info->cancel_asked = (v & CANCEL_ASKED) != 0;
     if (info->kind == MSC_REQ_SENDRECV) {
         info->asked_peer = s->peer;
         info->asked_tag = s->tag;
@@ -189,7 +191,20 @@ void msc_req_completed(const struct msc_reqinfo *info)
 {
     if (!info->slot || (info->val & ID_MASK) == 0) return;
     uint64_t expect = info->val;
-    __atomic_compare_exchange_n(info->slot, &expect, info->val & ~(uint64_t)ID_MASK, 0, __ATOMIC_ACQ_REL,
+    /* another thread may have marked it cancelled since the lookup */
+    while (!__atomic_compare_exchange_n(info->slot, &expect, expect & ~(uint64_t)ID_MASK, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+        if ((expect | CANCEL_ASKED) != (info->val | CANCEL_ASKED)) return;
+}
+
+/* MPI_Cancel was called on a pending request: its completion (or its
+ * Request_free) says whether a message went. Only such requests pay for
+ * asking MPI whether they were cancelled. */
+void msc_req_cancel_asked(const struct msc_reqinfo *info)
+{
+    if (!info->slot || (info->val & ID_MASK) == 0) return;
+    uint64_t expect = info->val;
+    __atomic_compare_exchange_n(info->slot, &expect, info->val | CANCEL_ASKED, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_RELAXED);
 }
 

@@ -64,6 +64,7 @@ struct msc_reqinfo {
     uint8_t kind;
     uint64_t *slot;   /* table entry, to mark the request done after completion */
     uint64_t val;     /* its value when looked up */
+    int cancel_asked; /* MPI_Cancel was called on it */
     int32_t asked_peer, asked_tag; /* MPI_Isendrecv: what its receive half asked for */
     uint64_t asked_bytes;
 };
@@ -116,6 +117,7 @@ void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t
 void msc_req_asked(MPI_Request req, int32_t peer, int32_t tag, uint64_t bytes);
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
 void msc_req_completed(const struct msc_reqinfo *info);
+void msc_req_cancel_asked(const struct msc_reqinfo *info);
 int msc_req_restart(MPI_Request req, struct msc_rec *sub);
 uint32_t msc_msg_start(MPI_Message msg, uint16_t comm);
 uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);

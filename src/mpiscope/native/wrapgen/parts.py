@@ -57,7 +57,7 @@ def byte_expr(expr: str, call: str) -> str:
 def check_entry(entry: dict, names: set[str]) -> None:
     call = entry["name"]
     for key in ("comm", "win", "peer", "root", "tag", "request", "status", "flag", "message",
-                "message_ref", "request_ref", "newcomm", "newwin", "recv_part", "recv_source", "recv_tag"):
+                "message_ref", "cancels", "newcomm", "newwin", "recv_part", "recv_source", "recv_tag"):
         if key in entry and entry[key] not in names:
             raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
 
@@ -119,7 +119,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
             post.append(f"uint16_t c = {lookup}({handle});")
         if not sequenced:
             post.append("r->comm = c;")
-    elif "message_ref" in entry or "request_ref" in entry:
+    elif "message_ref" in entry or "cancels" in entry:
         # The communicator comes from the message or request table.
         post.append("r->comm = c;")
     elif "bytes" in entry and re.search(r"\b(P|sum|wsum|mycount|deg\w*)\b", entry["bytes"]):
@@ -128,10 +128,12 @@ def parts(entry: dict, large: bool = False) -> Parts:
     if "message_ref" in entry:
         pre.append("uint16_t c = MSC_COMM_UNKNOWN;")
         pre.append(f"uint32_t mid = r ? msc_msg_lookup(*{entry['message_ref']}, &c) : 0;")
-    if "request_ref" in entry:
+    if "cancels" in entry:
+        # Marked while recording is paused too: the completion may be recorded.
         pre.append("struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};")
-        pre.append(f"if (r) msc_req_lookup(*{entry['request_ref']}, &ri);")
+        pre.append(f"if (msc_tracking) msc_req_lookup(*{entry['cancels']}, &ri);")
         pre.append("uint16_t c = ri.comm;")
+        after.append("if (rc == MPI_SUCCESS) msc_req_cancel_asked(&ri);")
 
     # What the program asked for; a status, when it has the message, says what came.
     asked: list[str] = []
@@ -184,7 +186,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
             post.append(f"if (rc == MPI_SUCCESS) msc_req_asked(*{entry['request']}, msc_world_rank(c, "
                         f"{entry['recv_source']}), msc_tag({entry['recv_tag']}), "
                         f"{byte_expr(entry['recv_bytes'], call)});")
-    if "request_ref" in entry:
+    if "cancels" in entry:
         post.append("r->req = ri.id;")
 
     leave = "msc_leave_at(r, t_left);"

@@ -1,11 +1,13 @@
 /* The two sides of point-to-point traffic (merge.py's P2P), in one pass:
  * sends are blocking sends in recording order, then nonblocking and
- * persistent starts in recording order; receives are blocking receives,
- * then nonblocking ones, then matched probes (Mprobe takes the message off
- * the queue; the Mrecv, or Imrecv's completion, delivers it). */
+ * persistent starts in recording order, less the cancelled ones; receives
+ * are blocking receives, then nonblocking ones, then matched probes (Mprobe
+ * takes the message off the queue; the Mrecv, or Imrecv's completion,
+ * delivers it). */
 #include <stdlib.h>
 
 #include "merge.h"
+#include "record.h"
 
 static uint64_t request_key(const struct msm_columns *rec, int64_t i)
 {
@@ -85,7 +87,8 @@ static int64_t sends_pass(const struct msm_columns *rec, int64_t n, const uint8_
         }
     for (int64_t j = 0; j < l->n; j++) {
         int64_t i = l->index[j];
-        if ((kind[rec->role[i]] & MSM_NB_SEND) && rec->peer[i] >= 0) {
+        /* a cancelled send's completion says no message went */
+        if ((kind[rec->role[i]] & MSM_NB_SEND) && rec->peer[i] >= 0 && l->peer[j] != MSC_PEER_CANCELLED) {
             if (out)
                 put(out, k, rec->comm[i], rec->rank[i], rec->peer[i], rec->tag[i], rec->t_enter[i],
                     rec->event[i], rec->bytes[i], l->t_complete[j]);
