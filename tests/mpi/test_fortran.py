@@ -1,11 +1,14 @@
-"""Fortran programs are recorded: Open MPI's Fortran bindings call the C PMPI_
-functions directly, so only wrapped Fortran symbols see them. Runs with
-Debian's Open MPI and gfortran (the pip wheels have no Fortran)."""
+"""Fortran programs are recorded, with Debian's Open MPI and MPICH and
+gfortran (the pip wheels have no Fortran). Open MPI's Fortran bindings call
+the C PMPI_ functions directly, so only wrapped Fortran symbols see them;
+MPICH's `use mpi_f08` entry points have names of their own (mpi_send_f08ts_,
+pmpir_..._f08_) and a status sentinel of their own."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -15,30 +18,50 @@ from tests.conftest import EXAMPLES, mpiscope_cli, require
 from mpiscope.mpi.build import compile_program, rebuild
 from mpiscope.trace import Trace, open_trace
 
-MPIF90, MPICC, MPIEXEC = "/usr/bin/mpif90.openmpi", "/usr/bin/mpicc.openmpi", "/usr/bin/mpiexec.openmpi"
+
+@dataclass(frozen=True)
+class FortranMpi:
+    name: str
+    packages: str
+    launch: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def tool(self, name: str) -> str:
+        return f"/usr/bin/{name}.{self.name}"
 
 
-@pytest.fixture(scope="module")
-def fortran_lib(tmp_path_factory) -> Path:
-    require(all(Path(p).exists() for p in (MPIF90, MPICC, MPIEXEC)) and shutil.which("gfortran") is not None,
-            "Debian's Open MPI with gfortran", "apt-get install gfortran libopenmpi-dev openmpi-bin")
-    return rebuild(MPICC, tmp_path_factory.mktemp("ompi-fortran-lib"))
+DEBIAN_MPIS = [
+    FortranMpi("openmpi", "libopenmpi-dev openmpi-bin", ("--oversubscribe",),
+               {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_pml": "ob1"}),
+    FortranMpi("mpich", "mpich libmpich-dev", ()),
+]
 
 
-def record_example(name: str, tmp_path: Path, fortran_lib: Path) -> Trace:
-    """Compile a Fortran example with Debian's Open MPI and record it on 4 ranks (3 rounds)."""
-    prog = compile_program(EXAMPLES / name, mpicc=MPIF90, out_dir=tmp_path)
-    env = dict(os.environ, MPISCOPE_LIB_DIR=str(fortran_lib), OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader,tcp", OMPI_MCA_pml="ob1")
-    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", MPIEXEC, "--oversubscribe", "-n", "4",
+@pytest.fixture(scope="module", params=DEBIAN_MPIS, ids=lambda m: m.name)
+def fortran_mpi(request, tmp_path_factory) -> tuple[FortranMpi, Path]:
+    """A Debian MPI with gfortran, and libmpiscope built for it."""
+    mpi: FortranMpi = request.param
+    tools = [mpi.tool(t) for t in ("mpif90", "mpicc", "mpiexec")]
+    require(all(Path(p).exists() for p in tools) and shutil.which("gfortran") is not None,
+            f"Debian's {mpi.name} with gfortran", f"apt-get install gfortran {mpi.packages}")
+    return mpi, rebuild(mpi.tool("mpicc"), tmp_path_factory.mktemp(f"{mpi.name}-fortran-lib"))
+
+
+def record_example(name: str, tmp_path: Path, fortran_mpi: tuple[FortranMpi, Path]) -> Trace:
+    """Compile a Fortran example with a Debian MPI and record it on 4 ranks (3 rounds)."""
+    mpi, lib = fortran_mpi
+    prog = compile_program(EXAMPLES / name, mpicc=mpi.tool("mpif90"), out_dir=tmp_path)
+    env = dict(os.environ, MPISCOPE_LIB_DIR=str(lib), **mpi.env)
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", mpi.tool("mpiexec"), *mpi.launch, "-n", "4",
                          str(prog), "3"], env=env)
     assert done.returncode == 0, done.stderr
     return open_trace(tmp_path / "t")
 
 
 @pytest.mark.mpi(ranks=4)
-def test_fortran_ring_recorded(tmp_path, fortran_lib):
-    t = record_example("ring_f.f90", tmp_path, fortran_lib)
+def test_fortran_ring_recorded(tmp_path, fortran_mpi):
+    t = record_example("ring_f.f90", tmp_path, fortran_mpi)
     ev = t.events().collect()
     calls = dict(ev.group_by(pl.col("call").cast(pl.Utf8)).len().iter_rows())
     assert calls["MPI_Init"] == 4 and calls["MPI_Finalize"] == 4
@@ -54,22 +77,31 @@ def test_fortran_ring_recorded(tmp_path, fortran_lib):
 
 
 @pytest.mark.mpi(ranks=4)
-def test_fortran_2008_ring_recorded(tmp_path, fortran_lib):
+def test_fortran_2008_ring_recorded(tmp_path, fortran_mpi):
     """`use mpi_f08`: Open MPI's entry points (mpi_send_f08_, ...) call its C
-    implementation directly, so they are wrapped too; ierror may be left out."""
-    t = record_example("ring_f08.f90", tmp_path, fortran_lib)
+    implementation directly, MPICH's (mpi_send_f08ts_, ...) call its Fortran
+    profiling ones (pmpir_send_f08ts_), so they are wrapped too; ierror may be
+    left out, and MPI_STATUS_IGNORE is the f08 module's own."""
+    t = record_example("ring_f08.f90", tmp_path, fortran_mpi)
     ev = t.events().collect()
     calls = dict(ev.group_by(pl.col("call").cast(pl.Utf8)).len().iter_rows())
     assert calls["MPI_Init"] == calls["MPI_Finalize"] == calls["MPI_Bcast"] == 4
-    assert calls["MPI_Irecv"] == calls["MPI_Send"] == calls["MPI_Waitall"] == calls["MPI_Sendrecv"] == 12
+    assert calls["MPI_Irecv"] == calls["MPI_Waitall"] == calls["MPI_Sendrecv"] == 12
+    assert calls["MPI_Send"] == 13 and calls["MPI_Recv"] == 1
     m = t.messages().collect()
-    assert m.height == 24 and t.manifest["counts"]["unmatched_recvs"] == 0
-    ring, back = m.filter(pl.col("tag") < 100), m.filter(pl.col("tag") > 100)
+    assert m.height == 25 and t.manifest["counts"]["unmatched_recvs"] == 0
+    ring, back = m.filter(pl.col("tag") < 100), m.filter(pl.col("tag").is_between(101, 199))
     assert set(zip(ring["src"], ring["dst"])) == {(r, (r + 1) % 4) for r in range(4)}
     assert (ring["bytes"] == 64).all() and sorted(set(ring["tag"])) == [1, 2, 3]
     # the wildcard receive of MPI_Sendrecv is resolved from its f08 status
     assert set(zip(back["src"], back["dst"])) == {((r + 1) % 4, r) for r in range(4)} and (back["bytes"] == 32).all()
+    # and the one of MPI_Recv, whose program passed MPI_STATUS_IGNORE, from the status the recorder supplied
+    last = m.filter(pl.col("tag") == 200)
+    assert list(zip(last["src"], last["dst"], last["bytes"])) == [(0, 3, 8)]
     irecv = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Irecv")
     assert irecv["completed_by"].is_not_null().all()
     assert t.collectives().collect().height == 4
-    assert any("ring_f08.f90:" in s for s in ev["callsite"].cast(pl.Utf8).to_list())
+    # every call is seen at the program's line, not inside the MPI's Fortran library
+    sites = ev.filter(pl.col("call").cast(pl.Utf8).is_in(["MPI_Send", "MPI_Irecv", "MPI_Sendrecv", "MPI_Allreduce",
+                                                          "MPI_Waitall", "MPI_Recv", "MPI_Bcast"]))["callsite"]
+    assert sites.cast(pl.Utf8).str.contains("ring_f08.f90:", literal=True).all(), sites.unique().to_list()

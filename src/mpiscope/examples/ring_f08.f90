@@ -1,8 +1,10 @@
 ! Ring in Fortran 2008 (`use mpi_f08`): handles are derived types and ierror
 ! is optional. Per round a token travels rank -> rank+1 with MPI_Irecv,
 ! MPI_Send and MPI_Waitall, then MPI_Sendrecv goes the other way (its status
-! says who sent), and MPI_Allreduce sums; rank 0 broadcasts once at the end.
-! Some calls pass ierror, some leave it out. usage: ring_f08 [iters]
+! says who sent), and MPI_Allreduce sums; rank 0 broadcasts once at the end,
+! and sends the sum to the last rank, which receives it from any source with
+! MPI_STATUS_IGNORE. Some calls pass ierror, some leave it out.
+! usage: ring_f08 [iters]
 program ring_f08
     use mpi_f08
     implicit none
@@ -34,5 +36,8 @@ program ring_f08
         call MPI_Allreduce(buf(1), total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
     end do
     call MPI_Bcast(total, 1, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD)
+    if (rank == 0) call MPI_Send(total, 1, MPI_DOUBLE_PRECISION, nprocs - 1, 200, MPI_COMM_WORLD)
+    if (rank == nprocs - 1) call MPI_Recv(total, 1, MPI_DOUBLE_PRECISION, MPI_ANY_SOURCE, 200, MPI_COMM_WORLD, &
+                                          MPI_STATUS_IGNORE)
     call MPI_Finalize(ierr)
 end program ring_f08

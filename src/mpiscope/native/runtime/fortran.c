@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,15 +16,52 @@
 #include "fortran.h"
 #if MSC_HAVE_FORTRAN
 
+/* The MPI's own Fortran routine. MPICH names the profiling versions of its
+ * `use mpi_f08` entry points pmpir_x_f08(ts)_, Open MPI pmpi_x_f08_. */
 void *msc_fortran_symbol(const char *name)
 {
     void *p = dlsym(RTLD_NEXT, name);
+    if (!p && strncmp(name, "pmpi_", 5) == 0 && strstr(name, "_f08")) {
+        char alt[128];
+        if ((size_t)snprintf(alt, sizeof alt, "pmpir_%s", name + 5) < sizeof alt) p = dlsym(RTLD_NEXT, alt);
+    }
     if (!p) {
         /* Only a Fortran program reaches here, so the MPI has Fortran bindings. */
         msc_warn("the MPI library has no Fortran symbol", name, 0);
         abort();
     }
     return p;
+}
+
+/* The `use mpi_f08` sentinels are the mpif.h ones in Open MPI and objects of
+ * their own in MPICH. mpi.h declares them only from MPI-4 (Open MPI 4 has
+ * them without the declaration), so they are looked up by name, once. */
+static const void *f08_ignore[2];
+static int f08_looked_up;
+
+static const void *f08_sentinel(int which)
+{
+    if (!__atomic_load_n(&f08_looked_up, __ATOMIC_ACQUIRE)) {
+        const char *names[2] = {"MPI_F08_STATUS_IGNORE", "MPI_F08_STATUSES_IGNORE"};
+        for (int i = 0; i < 2; i++) {
+            void *const *var = dlsym(RTLD_DEFAULT, names[i]);
+            f08_ignore[i] = var ? *var : NULL;
+        }
+        __atomic_store_n(&f08_looked_up, 1, __ATOMIC_RELEASE);
+    }
+    return f08_ignore[which];
+}
+
+int msc_f_status_ignored(const MPI_Fint *f)
+{
+    const void *f08 = f08_sentinel(0);
+    return f == MPI_F_STATUS_IGNORE || (f08 && (const void *)f == f08);
+}
+
+int msc_f_statuses_ignored(const MPI_Fint *f)
+{
+    const void *f08 = f08_sentinel(1);
+    return f == MPI_F_STATUSES_IGNORE || (f08 && (const void *)f == f08);
 }
 
 int32_t msc_f_peers(MPI_Comm comm)
@@ -42,9 +80,9 @@ const MPI_Datatype *msc_f2c_types(const MPI_Fint *types, int32_t n)
 }
 
 /* Four spellings of each Fortran entry point (mpi_x, mpi_x_, mpi_x__, MPI_X),
- * and Open MPI's `use mpi_f08` one (mpi_x_f08_): its handles are derived
- * types holding the INTEGER handle, passed by reference like it, and its
- * ierror is OPTIONAL, so it may be NULL. */
+ * and the `use mpi_f08` one of Open MPI and MPICH (mpi_x_f08_): its handles
+ * are derived types holding the INTEGER handle, passed by reference like it,
+ * and its ierror is OPTIONAL, so it may be NULL. */
 #define MSC_FORTRAN_F77(lower, upper, params, args)                \
     MSC_API void lower params { msc_f_##lower args; }              \
     MSC_API void lower##_ params { msc_f_##lower args; }           \
@@ -69,7 +107,9 @@ static void msc_f_mpi_init(void *site, const char *real_name, MPI_Fint *ierr)
     init_fn real;
     uint64_t t0 = msc_ticks();
     *(void **)&real = msc_fortran_symbol(real_name);
+    msc_init_from_fortran = 1;
     real(ierr);
+    msc_init_from_fortran = 0;
     if (*ierr == MPI_SUCCESS) msc_start(MSC_CALL_INIT, t0, site);
 }
 
@@ -79,7 +119,9 @@ static void msc_f_mpi_init_thread(void *site, const char *real_name, MPI_Fint *r
     init_thread_fn real;
     uint64_t t0 = msc_ticks();
     *(void **)&real = msc_fortran_symbol(real_name);
+    msc_init_from_fortran = 1;
     real(required, provided, ierr);
+    msc_init_from_fortran = 0;
     if (*ierr == MPI_SUCCESS) msc_start(MSC_CALL_INIT_THREAD, t0, site);
 }
 
@@ -118,12 +160,12 @@ MSC_FORTRAN(mpi_abort, MPI_ABORT, (MPI_Fint *comm, MPI_Fint *code, MPI_Fint *ier
 /* Fortran status in, C status for the C code, Fortran status back. */
 static MPI_Status *c_status(const MPI_Fint *f, MPI_Status *tmp)
 {
-    return f == MPI_F_STATUS_IGNORE ? MPI_STATUS_IGNORE : tmp;
+    return msc_f_status_ignored(f) ? MPI_STATUS_IGNORE : tmp;
 }
 
 static void f_status(const MPI_Status *c, MPI_Fint *f, int rc)
 {
-    if (f != MPI_F_STATUS_IGNORE && rc == MPI_SUCCESS) PMPI_Status_c2f(c, f);
+    if (!msc_f_status_ignored(f) && rc == MPI_SUCCESS) PMPI_Status_c2f(c, f);
 }
 
 static void msc_f_mpi_wait(void *site, MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr)
@@ -199,7 +241,7 @@ static void msc_f_many(void *site, uint16_t call, MPI_Fint *count, MPI_Fint *req
                        MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierr)
 {
     int n = (int)*count, f = 1, out = 0;
-    int ignore = statuses == MPI_F_STATUSES_IGNORE;
+    int ignore = msc_f_statuses_ignored(statuses);
     size_t sts = ignore ? 0 : sizeof(MPI_Status) * (size_t)n, ids = indices ? sizeof(int) * (size_t)n : 0;
     MPI_Request *c = c_requests(reqs, n, sts + ids + 16);
     if (!c) {

@@ -22,6 +22,9 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be a C int");
 #define MPI_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
 
+/* MPI_STATUS(ES)_IGNORE of mpif.h/`use mpi`, or of `use mpi_f08`. */
+int msc_f_status_ignored(const MPI_Fint *f);
+int msc_f_statuses_ignored(const MPI_Fint *f);
 void *msc_fortran_symbol(const char *name);
 const MPI_Datatype *msc_f2c_types(const MPI_Fint *types, int32_t n);
 int32_t msc_f_peers(MPI_Comm comm);

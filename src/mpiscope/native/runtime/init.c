@@ -174,11 +174,15 @@ void msc_start(uint16_t call, uint64_t t0, void *site)
     msc_begin(call, t0, site, rank, size, level, world, sync_comm);
 }
 
+/* Set while a Fortran MPI_INIT runs the MPI's own: MPICH's calls the C
+ * MPI_Init, which must not record a second start. */
+int msc_init_from_fortran;
+
 MSC_API int MPI_Init(int *argc, char ***argv)
 {
     uint64_t t0 = msc_ticks();
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) msc_start(MSC_CALL_INIT, t0, __builtin_return_address(0));
+    if (rc == MPI_SUCCESS && !msc_init_from_fortran) msc_start(MSC_CALL_INIT, t0, __builtin_return_address(0));
     return rc;
 }
 
@@ -186,7 +190,8 @@ MSC_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided
 {
     uint64_t t0 = msc_ticks();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) msc_start(MSC_CALL_INIT_THREAD, t0, __builtin_return_address(0));
+    if (rc == MPI_SUCCESS && !msc_init_from_fortran)
+        msc_start(MSC_CALL_INIT_THREAD, t0, __builtin_return_address(0));
     return rc;
 }
 

@@ -80,6 +80,7 @@ struct msc_comm {
     uint32_t seq;          /* collective calls so far (atomic) */
 };
 
+extern int msc_init_from_fortran; /* a Fortran MPI_INIT is running the MPI's own */
 extern int msc_tracking;   /* the library is recording this run (paused or not) */
 extern int msc_recording;  /* events are being written: tracking, not paused, not stopped */
 extern int msc_use_tsc;

@@ -3,7 +3,7 @@
 An MPI's Fortran bindings may call the C PMPI_ functions directly (Open MPI's
 do), so the C wrappers never see a Fortran program: its symbols are wrapped
 too, in the four spellings compilers use (mpi_send, mpi_send_, mpi_send__,
-MPI_SEND). Each entry converts the Fortran arguments to C values for the
+MPI_SEND) and those of `use mpi_f08` (mpi_send_f08_; MPICH: mpi_send_f08ts_). Each entry converts the Fortran arguments to C values for the
 record (handles through PMPI_*_f2c, statuses through PMPI_Status_f2c) and
 calls the MPI's own Fortran PMPI routine, so Fortran sentinels (MPI_IN_PLACE,
 MPI_BOTTOM, MPI_STATUS_IGNORE) keep their meaning. The record code is the C
@@ -76,8 +76,8 @@ def fortran_wrapper(entry: dict) -> str:
     pre = list(p.pre)
     if p.status:
         # Fortran's MPI_STATUS_IGNORE is its own sentinel; supply a status to read the envelope from.
-        pre.append(f"MPI_Fint msc_fst_[MPI_F_STATUS_SIZE]; MPI_Fint *st_f = (r && {p.status}_f == "
-                   f"MPI_F_STATUS_IGNORE) ? msc_fst_ : {p.status}_f;")
+        pre.append(f"MPI_Fint msc_fst_[MPI_F_STATUS_SIZE]; MPI_Fint *st_f = (r && msc_f_status_ignored("
+                   f"{p.status}_f)) ? msc_fst_ : {p.status}_f;")
         real_args[[n for _, n in p.params].index(p.status)] = "st_f"
         after.append("MPI_Status msc_st_; MPI_Status *st = &msc_st_;")
         after.append("if (r && rc == MPI_SUCCESS) PMPI_Status_f2c(st_f, st);")
@@ -110,14 +110,19 @@ def fortran_wrapper(entry: dict) -> str:
                   f"    static msc_fn_{lower} real;",
                   f"    if (!real) *(void **)&real = msc_fortran_symbol(\"{real}\");",
                   f"    msc_f_{lower}(__builtin_return_address(0), real, {argnames});", "}"]
-    # Open MPI's `use mpi_f08` entry point: handles are derived types holding
-    # the INTEGER handle, passed by reference as it is; ierror is OPTIONAL.
-    lines += [f"MSC_API void {lower}_f08_({sig})", "{",
-              f"    static msc_fn_{lower} real;",
-              f"    if (!real) *(void **)&real = msc_fortran_symbol(\"p{lower}_f08_\");",
-              "    MPI_Fint msc_ierr_;",
-              "    if (!ierr) ierr = &msc_ierr_;",
-              f"    msc_f_{lower}(__builtin_return_address(0), real, {argnames});", "}"]
+    # The `use mpi_f08` entry points: handles are derived types holding the
+    # INTEGER handle, passed by reference as it is; ierror is OPTIONAL. MPICH
+    # passes choice buffers as descriptors (TS 29113) to mpi_x_f08ts_; they
+    # go to the MPI untouched.
+    suffixes = ["_f08_"] + (["_f08ts_"] if any(_kind(d, n)[0].replace("const ", "") == "void"
+                                                for d, n in p.params) else [])
+    for suffix in suffixes:
+        lines += [f"MSC_API void {lower}{suffix}({sig})", "{",
+                  f"    static msc_fn_{lower} real;",
+                  f"    if (!real) *(void **)&real = msc_fortran_symbol(\"p{lower}{suffix}\");",
+                  "    MPI_Fint msc_ierr_;",
+                  "    if (!ierr) ierr = &msc_ierr_;",
+                  f"    msc_f_{lower}(__builtin_return_address(0), real, {argnames});", "}"]
     return "\n".join(lines) + "\n"
 
 
