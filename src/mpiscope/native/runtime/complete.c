@@ -85,6 +85,7 @@ static struct msc_reqinfo *lookup_all(int n, MPI_Request *reqs, MPI_Status **sta
     if (!mem) return NULL;
     struct msc_reqinfo *info = (struct msc_reqinfo *)mem;
     for (int i = 0; i < n; i++) msc_req_lookup(reqs[i], &info[i]);
+    msc_req_completing(info, n);
     if (own) *statuses = (MPI_Status *)(mem + info_bytes);
     return info;
 }
@@ -94,10 +95,14 @@ int msc_wait(void *site, MPI_Request *request, MPI_Status *status)
     struct msc_rec *r = msc_enter(MSC_CALL_WAIT, site);
     struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
-    if (msc_tracking) msc_req_lookup(*request, &ri);
+    if (msc_tracking) {
+        msc_req_lookup(*request, &ri);
+        msc_req_completing(&ri, 1);
+    }
     int rc = PMPI_Wait(request, st);
     uint64_t t_left = r ? msc_ticks() : 0;
     if (rc == MPI_SUCCESS) msc_req_completed(&ri);
+    else msc_req_still_pending(&ri);
     if (r) {
         if (rc == MPI_SUCCESS && ri.id) completion_fields(r, &ri, st);
         msc_leave_at(r, t_left);
@@ -110,11 +115,15 @@ int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status)
     struct msc_rec *r = msc_enter(MSC_CALL_TEST, site);
     struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};
     MPI_Status tmp, *st = (r && status == MPI_STATUS_IGNORE) ? &tmp : status;
-    if (msc_tracking) msc_req_lookup(*request, &ri);
+    if (msc_tracking) {
+        msc_req_lookup(*request, &ri);
+        msc_req_completing(&ri, 1);
+    }
     int rc = PMPI_Test(request, flag, st);
     uint64_t t_left = r ? msc_ticks() : 0;
     int done = rc == MPI_SUCCESS && *flag;
     if (done) msc_req_completed(&ri);
+    else msc_req_still_pending(&ri);
     if (r) {
         if (done && ri.id) completion_fields(r, &ri, st);
         msc_leave_at(r, t_left);
@@ -132,6 +141,7 @@ int msc_any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MP
     uint64_t t_left = r ? msc_ticks() : 0;
     int done = rc == MPI_SUCCESS && (!test || *flag) && *index != MPI_UNDEFINED;
     if (done && info) msc_req_completed(&info[*index]);
+    for (int i = 0; msc_concurrent && info && i < count; i++) msc_req_still_pending(&info[i]); /* not the finished one */
     if (r) {
         if (done && info && info[*index].id) completion_fields(r, &info[*index], st);
         msc_leave_at(r, t_left);
@@ -167,6 +177,7 @@ int msc_many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag
     int finished = rc == MPI_SUCCESS && info && (indices ? *outcount != MPI_UNDEFINED : (!flag || *flag));
     int n = !finished ? 0 : indices ? *outcount : count;
     for (int k = 0; k < n; k++) msc_req_completed(&info[indices ? indices[k] : k]);
+    for (int i = 0; msc_concurrent && info && n < count && i < count; i++) msc_req_still_pending(&info[i]);
     if (r) {
         struct msc_span sp = msc_leave_at(r, t_left);
         for (int k = 0; k < n; k++) {
@@ -220,12 +231,16 @@ int msc_request_free(void *site, MPI_Request *request)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_REQUEST_FREE, site);
     struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};
-    if (msc_tracking) msc_req_lookup(*request, &ri);
+    if (msc_tracking) {
+        msc_req_lookup(*request, &ri);
+        msc_req_completing(&ri, 1);
+    }
     int gone = r && ri.id && ri.cancel_asked && is_send(ri.kind) && cancelled_before_free(*request);
     int rc = PMPI_Request_free(request);
     uint64_t t_left = r ? msc_ticks() : 0;
     /* The request completes on its own; its handle may come back for another. */
     if (rc == MPI_SUCCESS) msc_req_completed(&ri);
+    else msc_req_still_pending(&ri);
     if (r) {
         r->req = ri.id;
         r->comm = ri.comm;

@@ -118,6 +118,7 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
         return;
     }
     msc_hdr->thread_level = level;
+    msc_concurrent = level == MPI_THREAD_MULTIPLE;
     msc_clock_pair(&msc_hdr->tick_init, &msc_hdr->ns_init);
     msc_comms_init(rank, size, world);
     msc_fast_paths_init();

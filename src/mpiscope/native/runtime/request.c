@@ -48,6 +48,7 @@ int msc_requests_init(void)
 
 #define SHARED (1ull << 56)
 #define CANCEL_ASKED (1ull << 57) /* until the handle's next start */
+#define COMPLETING (1ull << 58)   /* a completion call holds it (MPI_THREAD_MULTIPLE) */
 #define ID_MASK 0x7fffffffu
 
 static inline uint64_t pack(uint32_t id, uint16_t comm, int kind)
@@ -101,7 +102,9 @@ static uint32_t start(struct rtab *t, uint64_t key, int kind, uint16_t comm, uin
     uint64_t old = __atomic_load_n(&s->val, __ATOMIC_ACQUIRE), want;
     do {
         uint64_t shared = old & SHARED;
-        if ((uint32_t)(old & ID_MASK) != 0 && !persistent(old)) shared = SHARED;
+        /* A request another thread is completing may have handed its
+         * handle back to the MPI already: that is reuse, not sharing. */
+        if ((uint32_t)(old & ID_MASK) != 0 && !persistent(old) && !(old & COMPLETING)) shared = SHARED;
         want = shared ? (pack(0, comm, kind) | SHARED) : pack(id, comm, kind);
     } while (!__atomic_compare_exchange_n(&s->val, &old, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     if ((want & SHARED) && !(old & SHARED)) {
@@ -192,9 +195,36 @@ void msc_req_completed(const struct msc_reqinfo *info)
     if (!info->slot || (info->val & ID_MASK) == 0) return;
     uint64_t expect = info->val;
     /* another thread may have marked it cancelled since the lookup */
-    while (!__atomic_compare_exchange_n(info->slot, &expect, expect & ~(uint64_t)ID_MASK, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
+    while (!__atomic_compare_exchange_n(info->slot, &expect, expect & ~(ID_MASK | COMPLETING), 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         if ((expect | CANCEL_ASKED) != (info->val | CANCEL_ASKED)) return;
+}
+
+/* Set or clear COMPLETING on a looked-up request whose id is unchanged. */
+static void mark_completing(struct msc_reqinfo *info, int on)
+{
+    if (!info->slot || (info->val & ID_MASK) == 0) return;
+    uint64_t expect = __atomic_load_n(info->slot, __ATOMIC_ACQUIRE), want;
+    do {
+        if ((expect & ID_MASK) != (info->val & ID_MASK)) return;
+        want = on ? expect | COMPLETING : expect & ~COMPLETING;
+    } while (!__atomic_compare_exchange_n(info->slot, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    info->val = want;
+}
+
+/* Under MPI_THREAD_MULTIPLE, before a completion call: the MPI may hand
+ * these handles to another thread's start before the call has marked them
+ * done. Single-threaded programs skip it. */
+void msc_req_completing(struct msc_reqinfo *info, int n)
+{
+    if (!msc_concurrent) return;
+    for (int i = 0; i < n; i++) mark_completing(&info[i], 1);
+}
+
+/* After it, for the requests it did not complete. */
+void msc_req_still_pending(struct msc_reqinfo *info)
+{
+    if (msc_concurrent) mark_completing(info, 0);
 }
 
 /* MPI_Cancel was called on a pending request: its completion (or its

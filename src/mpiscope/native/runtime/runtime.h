@@ -81,6 +81,7 @@ struct msc_comm {
 };
 
 extern int msc_init_from_fortran; /* a Fortran MPI_INIT is running the MPI's own */
+extern int msc_concurrent; /* MPI_THREAD_MULTIPLE: threads may call MPI at once */
 extern int msc_tracking;   /* the library is recording this run (paused or not) */
 extern int msc_recording;  /* events are being written: tracking, not paused, not stopped */
 extern int msc_use_tsc;
@@ -119,6 +120,8 @@ void msc_req_asked(MPI_Request req, int32_t peer, int32_t tag, uint64_t bytes);
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
 void msc_req_completed(const struct msc_reqinfo *info);
 void msc_req_cancel_asked(const struct msc_reqinfo *info);
+void msc_req_completing(struct msc_reqinfo *info, int n);
+void msc_req_still_pending(struct msc_reqinfo *info);
 int msc_req_restart(MPI_Request req, struct msc_rec *sub);
 uint32_t msc_msg_start(MPI_Message msg, uint16_t comm);
 uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);

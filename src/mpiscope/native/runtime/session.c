@@ -41,6 +41,7 @@ MSC_API int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Sessi
     int rc = PMPI_Session_init(info, errhandler, session);
     if (rc != MPI_SUCCESS) return rc;
     if (msc_tracking) { /* recording runs already (MPI_Init or an earlier session) */
+        msc_concurrent |= session_thread_level(*session) == MPI_THREAD_MULTIPLE;
         msc_record_init(MSC_CALL_SESSION_INIT, t0, site);
         return rc;
     }
