@@ -99,7 +99,8 @@ def test_thread_slots_reused(run_traced):
 @pytest.mark.mpi(ranks=2)
 def test_spawned_processes_run_unrecorded_and_leave_the_parents_trace_whole(tmp_path, example):
     """Spawned workers have world ranks of their own, which would take the
-    parents' file names: they run unrecorded, with one line saying so."""
+    parents' file names: they run unrecorded, with one line saying so in the
+    run (the program spawns twice) and the count of such worlds in the manifest."""
     from tests.conftest import mpiscope_cli
 
     from mpiscope.trace import open_trace
@@ -108,13 +109,14 @@ def test_spawned_processes_run_unrecorded_and_leave_the_parents_trace_whole(tmp_
     done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(example("spawn", MPICH))],
                         env=MPICH.environ())
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("parents done") == 1 and done.stdout.count("workers done") == 1
+    assert done.stdout.count("parents done") == 1 and done.stdout.count("workers done") == 2
     assert done.stderr.count("processes started by MPI_Comm_spawn are not recorded") == 1, done.stderr
     t = open_trace(out)
     assert not t.manifest["truncated_ranks"] and not t.manifest["unfinished_calls"]
+    assert any(w.startswith("2 group(s) of processes started by MPI_Comm_spawn") for w in t.manifest["warnings"])
     ev = t.events().collect()
     assert set(ev["rank"]) == {0, 1}
-    assert by_call(ev, "MPI_Send").height == 2  # rank 0 to each worker
+    assert by_call(ev, "MPI_Send").height == 4  # rank 0 to each worker, twice
 
 
 @pytest.mark.mpi(ranks=N)

@@ -120,13 +120,23 @@ def _check_memory(trace_dir: Path, records: int) -> None:
                          f"(1) around the phase of interest, or mpiscope run --paused)")
 
 
+def _spawned(trace_dir: Path) -> list[str]:
+    """The worlds MPI_Comm_spawn started, which the recorder leaves out (one byte each in raw/spawned)."""
+    try:
+        worlds = (trace_dir / "raw" / "spawned").stat().st_size
+    except OSError:
+        return []
+    return [f"{worlds} group(s) of processes started by MPI_Comm_spawn were not recorded; "
+            f"the parents' calls with them are in events.parquet, their messages are not in messages.parquet"]
+
+
 def _merge(trace_dir: Path) -> MergeResult:
     t0 = time.perf_counter()
     manifest = read_manifest(trace_dir)
     calls = CallTable.from_manifest(manifest["calls"])
     files = [read_rank_file(p, len(calls.names)) for p in rank_files(trace_dir)]
     _check_memory(trace_dir, sum(f.size for f in files))
-    warnings = [w for f in files for w in f.warnings] + _unfinished(files)
+    warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir)
     rec, comms = build_records(files, calls)
     for f in files:  # the records are copied into rec: unmap the files (peak memory)
         f.blocks.clear()

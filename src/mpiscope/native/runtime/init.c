@@ -149,6 +149,22 @@ void msc_record_init(uint16_t call, uint64_t t0, void *site)
     }
 }
 
+/* Rank 0 of a world started by MPI_Comm_spawn: one byte per such world in
+ * raw/spawned (the merge counts them), and one line for the first of the job. */
+static void spawned_world(void)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/raw/spawned", trace_dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    off_t before = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+    if (fd >= 0 && write(fd, "w", 1) == 1 && before > 0) {
+        close(fd);
+        return;
+    }
+    if (fd >= 0) close(fd);
+    msc_warn("processes started by MPI_Comm_spawn are not recorded (said once per run); they run on", "", 0);
+}
+
 /* MPI_Init or MPI_Init_thread returned. */
 void msc_start(uint16_t call, uint64_t t0, void *site)
 {
@@ -165,7 +181,7 @@ void msc_start(uint16_t call, uint64_t t0, void *site)
     if (parent != MPI_COMM_NULL) {
         /* Its world ranks are its own: its files would take the parents' names. */
         msc_world_rank_self = rank;
-        if (rank == 0) msc_warn("processes started by MPI_Comm_spawn are not recorded; they run on", "", 0);
+        if (rank == 0) spawned_world();
         return;
     }
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
