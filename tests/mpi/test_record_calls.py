@@ -264,3 +264,11 @@ def test_mpi4_persistent_collectives_and_partitioned_messages(run_traced, any_mp
     assert sorted(zip(m["src"], m["dst"])) == sorted([(r, (r + 1) % N) for r in range(N)] * 2)
     assert (m["bytes"] == 4 * 2 * INT).all() and (m["recv_bytes"] == 4 * 2 * INT).all()
     assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+    # the local partition calls name the started instance of their request
+    ready, ranged = by_call(ev, "MPI_Pready"), by_call(ev, "MPI_Pready_range")
+    assert ready.height == 4 * N and ranged.height == N and by_call(ev, "MPI_Parrived").height >= N
+    starts = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Startall").select("rank", "event")
+    assert ready["request"].is_not_null().all() and ranged["request"].is_not_null().all()
+    assert ready.group_by("rank", "request").len()["len"].to_list() == [4] * N
+    assert not set(zip(ready["rank"], ready["request"])) & set(zip(ranged["rank"], ranged["request"]))
+    assert starts.height == 4 * N

@@ -3,7 +3,8 @@
  * together twice with MPI_Startall, a blocking MPI_Barrier between the two
  * phases. Each start is one collective instance. Then partitioned
  * communication around a ring: 4 partitions of 2 ints to rank+1 (tag 21),
- * started twice, each partition marked ready on its own.
+ * started twice, the partitions marked ready one by one (MPI_Pready), then
+ * all at once (MPI_Pready_range); MPI_Parrived polls for the last one.
  * usage: persistent */
 #include <mpi.h>
 #include <stdio.h>
@@ -40,10 +41,12 @@ int main(int argc, char **argv)
     MPI_Precv_init(part_in, 4, 2, MPI_INT, (rank + size - 1) % size, 21, MPI_COMM_WORLD, MPI_INFO_NULL, &part[1]);
     for (int i = 0; i < 2; i++) {
         MPI_Startall(2, part);
-        for (int p = 0; p < 4; p++) {
-            part_out[2 * p] = part_out[2 * p + 1] = rank + i;
-            MPI_Pready(p, part[0]);
-        }
+        for (int p = 0; p < 8; p++) part_out[p] = rank + i;
+        if (i == 0)
+            for (int p = 0; p < 4; p++) MPI_Pready(p, part[0]);
+        else
+            MPI_Pready_range(0, 3, part[0]);
+        for (int arrived = 0; !arrived;) MPI_Parrived(part[1], 3, &arrived);
         MPI_Waitall(2, part, MPI_STATUSES_IGNORE);
     }
     MPI_Request_free(&part[0]);

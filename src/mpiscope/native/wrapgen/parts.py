@@ -57,7 +57,7 @@ def byte_expr(expr: str, call: str) -> str:
 def check_entry(entry: dict, names: set[str]) -> None:
     call = entry["name"]
     for key in ("comm", "win", "peer", "root", "tag", "request", "status", "flag", "message",
-                "message_ref", "cancels", "newcomm", "newwin", "recv_part", "recv_source", "recv_tag"):
+                "message_ref", "cancels", "request_of", "newcomm", "newwin", "recv_part", "recv_source", "recv_tag"):
         if key in entry and entry[key] not in names:
             raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
 
@@ -119,7 +119,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
             post.append(f"uint16_t c = {lookup}({handle});")
         if not sequenced:
             post.append("r->comm = c;")
-    elif "message_ref" in entry or "cancels" in entry:
+    elif "message_ref" in entry or "cancels" in entry or "request_of" in entry:
         # The communicator comes from the message or request table.
         post.append("r->comm = c;")
     elif "bytes" in entry and re.search(r"\b(P|sum|wsum|mycount|deg\w*)\b", entry["bytes"]):
@@ -134,6 +134,10 @@ def parts(entry: dict, large: bool = False) -> Parts:
         pre.append(f"if (msc_tracking) msc_req_lookup(*{entry['cancels']}, &ri);")
         pre.append("uint16_t c = ri.comm;")
         after.append("if (rc == MPI_SUCCESS) msc_req_cancel_asked(&ri);")
+    if "request_of" in entry:  # a call on a pending request: the record names it
+        pre.append("struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};")
+        pre.append(f"if (r) msc_req_lookup({entry['request_of']}, &ri);")
+        pre.append("uint16_t c = ri.comm;")
 
     # What the program asked for; a status, when it has the message, says what came.
     asked: list[str] = []
@@ -186,7 +190,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
             post.append(f"if (rc == MPI_SUCCESS) msc_req_asked(*{entry['request']}, msc_world_rank(c, "
                         f"{entry['recv_source']}), msc_tag({entry['recv_tag']}), "
                         f"{byte_expr(entry['recv_bytes'], call)});")
-    if "cancels" in entry:
+    if "cancels" in entry or "request_of" in entry:
         post.append("r->req = ri.id;")
 
     leave = "msc_leave_at(r, t_left);"
