@@ -102,7 +102,7 @@ int msc_wait(void *site, MPI_Request *request, MPI_Status *status)
     int rc = PMPI_Wait(request, st);
     uint64_t t_left = r ? msc_ticks() : 0;
     if (rc == MPI_SUCCESS) msc_req_completed(&ri);
-    else msc_req_still_pending(&ri);
+    else msc_req_still_pending(&ri, 1);
     if (r) {
         if (rc == MPI_SUCCESS && ri.id) completion_fields(r, &ri, st);
         msc_leave_at(r, t_left);
@@ -123,7 +123,7 @@ int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status)
     uint64_t t_left = r ? msc_ticks() : 0;
     int done = rc == MPI_SUCCESS && *flag;
     if (done) msc_req_completed(&ri);
-    else msc_req_still_pending(&ri);
+    else msc_req_still_pending(&ri, 1);
     if (r) {
         if (done && ri.id) completion_fields(r, &ri, st);
         msc_leave_at(r, t_left);
@@ -141,7 +141,7 @@ int msc_any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MP
     uint64_t t_left = r ? msc_ticks() : 0;
     int done = rc == MPI_SUCCESS && (!test || *flag) && *index != MPI_UNDEFINED;
     if (done && info) msc_req_completed(&info[*index]);
-    for (int i = 0; msc_concurrent && info && i < count; i++) msc_req_still_pending(&info[i]); /* not the finished one */
+    if (info) msc_req_still_pending(info, count);
     if (r) {
         if (done && info && info[*index].id) completion_fields(r, &info[*index], st);
         msc_leave_at(r, t_left);
@@ -177,7 +177,7 @@ int msc_many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag
     int finished = rc == MPI_SUCCESS && info && (indices ? *outcount != MPI_UNDEFINED : (!flag || *flag));
     int n = !finished ? 0 : indices ? *outcount : count;
     for (int k = 0; k < n; k++) msc_req_completed(&info[indices ? indices[k] : k]);
-    for (int i = 0; msc_concurrent && info && n < count && i < count; i++) msc_req_still_pending(&info[i]);
+    if (info && n < count) msc_req_still_pending(info, count);
     if (r) {
         struct msc_span sp = msc_leave_at(r, t_left);
         for (int k = 0; k < n; k++) {
@@ -240,7 +240,7 @@ int msc_request_free(void *site, MPI_Request *request)
     uint64_t t_left = r ? msc_ticks() : 0;
     /* The request completes on its own; its handle may come back for another. */
     if (rc == MPI_SUCCESS) msc_req_completed(&ri);
-    else msc_req_still_pending(&ri);
+    else msc_req_still_pending(&ri, 1);
     if (r) {
         r->req = ri.id;
         r->comm = ri.comm;

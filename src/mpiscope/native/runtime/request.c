@@ -194,20 +194,21 @@ void msc_req_completed(const struct msc_reqinfo *info)
 {
     if (!info->slot || (info->val & ID_MASK) == 0) return;
     uint64_t expect = info->val;
-    /* another thread may have marked it cancelled since the lookup */
+    /* flag bits may have changed since the lookup; a new request has a new id */
     while (!__atomic_compare_exchange_n(info->slot, &expect, expect & ~(ID_MASK | COMPLETING), 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        if ((expect | CANCEL_ASKED) != (info->val | CANCEL_ASKED)) return;
+        if ((expect & ID_MASK) != (info->val & ID_MASK)) return;
 }
 
-/* Set or clear COMPLETING on a looked-up request whose id is unchanged. */
-static void mark_completing(struct msc_reqinfo *info, int on)
+/* Set or clear a flag bit of a looked-up request, unless its handle has
+ * started another request since (other bits may change meanwhile). */
+static void mark(struct msc_reqinfo *info, uint64_t bit, int on)
 {
     if (!info->slot || (info->val & ID_MASK) == 0) return;
     uint64_t expect = __atomic_load_n(info->slot, __ATOMIC_ACQUIRE), want;
     do {
         if ((expect & ID_MASK) != (info->val & ID_MASK)) return;
-        want = on ? expect | COMPLETING : expect & ~COMPLETING;
+        want = on ? expect | bit : expect & ~bit;
     } while (!__atomic_compare_exchange_n(info->slot, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     info->val = want;
 }
@@ -217,25 +218,22 @@ static void mark_completing(struct msc_reqinfo *info, int on)
  * done. Single-threaded programs skip it. */
 void msc_req_completing(struct msc_reqinfo *info, int n)
 {
-    if (!msc_concurrent) return;
-    for (int i = 0; i < n; i++) mark_completing(&info[i], 1);
+    for (int i = 0; msc_concurrent && i < n; i++) mark(&info[i], COMPLETING, 1);
 }
 
-/* After it, for the requests it did not complete. */
-void msc_req_still_pending(struct msc_reqinfo *info)
+/* After it, for the requests it did not complete (a no-op on those it did,
+ * which msc_req_completed has marked done). */
+void msc_req_still_pending(struct msc_reqinfo *info, int n)
 {
-    if (msc_concurrent) mark_completing(info, 0);
+    for (int i = 0; msc_concurrent && i < n; i++) mark(&info[i], COMPLETING, 0);
 }
 
 /* MPI_Cancel was called on a pending request: its completion (or its
  * Request_free) says whether a message went. Only such requests pay for
  * asking MPI whether they were cancelled. */
-void msc_req_cancel_asked(const struct msc_reqinfo *info)
+void msc_req_cancel_asked(struct msc_reqinfo *info)
 {
-    if (!info->slot || (info->val & ID_MASK) == 0) return;
-    uint64_t expect = info->val;
-    __atomic_compare_exchange_n(info->slot, &expect, info->val | CANCEL_ASKED, 0, __ATOMIC_ACQ_REL,
-                                __ATOMIC_RELAXED);
+    mark(info, CANCEL_ASKED, 1);
 }
 
 /* MPI_Start of a persistent request: a new instance id, and its envelope

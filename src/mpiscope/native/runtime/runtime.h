@@ -119,9 +119,9 @@ void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t
 void msc_req_asked(MPI_Request req, int32_t peer, int32_t tag, uint64_t bytes);
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
 void msc_req_completed(const struct msc_reqinfo *info);
-void msc_req_cancel_asked(const struct msc_reqinfo *info);
+void msc_req_cancel_asked(struct msc_reqinfo *info);
 void msc_req_completing(struct msc_reqinfo *info, int n);
-void msc_req_still_pending(struct msc_reqinfo *info);
+void msc_req_still_pending(struct msc_reqinfo *info, int n);
 int msc_req_restart(MPI_Request req, struct msc_rec *sub);
 uint32_t msc_msg_start(MPI_Message msg, uint16_t comm);
 uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);

@@ -128,16 +128,15 @@ def parts(entry: dict, large: bool = False) -> Parts:
     if "message_ref" in entry:
         pre.append("uint16_t c = MSC_COMM_UNKNOWN;")
         pre.append(f"uint32_t mid = r ? msc_msg_lookup(*{entry['message_ref']}, &c) : 0;")
+    # A call on a pending request: the record names it. A cancel is marked
+    # while recording is paused too, since the completion may be recorded.
+    acted_on = f"*{entry['cancels']}" if "cancels" in entry else entry.get("request_of")
+    if acted_on:
+        pre.append("struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};")
+        pre.append(f"if ({'msc_tracking' if 'cancels' in entry else 'r'}) msc_req_lookup({acted_on}, &ri);")
+        pre.append("uint16_t c = ri.comm;")
     if "cancels" in entry:
-        # Marked while recording is paused too: the completion may be recorded.
-        pre.append("struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};")
-        pre.append(f"if (msc_tracking) msc_req_lookup(*{entry['cancels']}, &ri);")
-        pre.append("uint16_t c = ri.comm;")
         after.append("if (rc == MPI_SUCCESS) msc_req_cancel_asked(&ri);")
-    if "request_of" in entry:  # a call on a pending request: the record names it
-        pre.append("struct msc_reqinfo ri = {.comm = MSC_COMM_UNKNOWN};")
-        pre.append(f"if (r) msc_req_lookup({entry['request_of']}, &ri);")
-        pre.append("uint16_t c = ri.comm;")
 
     # What the program asked for; a status, when it has the message, says what came.
     asked: list[str] = []
@@ -190,7 +189,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
             post.append(f"if (rc == MPI_SUCCESS) msc_req_asked(*{entry['request']}, msc_world_rank(c, "
                         f"{entry['recv_source']}), msc_tag({entry['recv_tag']}), "
                         f"{byte_expr(entry['recv_bytes'], call)});")
-    if "cancels" in entry or "request_of" in entry:
+    if acted_on:
         post.append("r->req = ri.id;")
 
     leave = "msc_leave_at(r, t_left);"
