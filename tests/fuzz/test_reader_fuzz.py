@@ -15,6 +15,8 @@ from mpiscope.trace.reader import read_rank_file
 from mpiscope.trace.synthetic import write_rank_file
 
 
+# The fuzzed bytes are the header page and the start of the first block;
+# on disk the first block sits at HEADER_BYTES, after a hole.
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> bytes:
     recs = np.zeros(30, R.REC_DTYPE)
@@ -23,12 +25,17 @@ def sample(tmp_path_factory) -> bytes:
     recs["t_leave"] = recs["t_enter"] + 50
     path = tmp_path_factory.mktemp("fuzz") / "rank-000000.msc"
     write_rank_file(path, 0, 2, recs)
-    return path.read_bytes()[: R.HEADER_BYTES + R.BLOCK_HEADER_BYTES + 48 * 40]
+    data = path.read_bytes()
+    return data[: R.HEADER_PAGE] + data[R.HEADER_BYTES: R.HEADER_BYTES + R.BLOCK_HEADER_BYTES + 48 * 40]
 
 
 def read(tmp: Path, data: bytes) -> None:
     path = tmp / "rank-000000.msc"
-    path.write_bytes(data)
+    with open(path, "wb") as f:
+        f.write(data[: R.HEADER_PAGE])
+        if len(data) > R.HEADER_PAGE:
+            f.seek(R.HEADER_BYTES)
+            f.write(data[R.HEADER_PAGE:])
     try:
         f = read_rank_file(path, 300)
     except TraceCorrupt:

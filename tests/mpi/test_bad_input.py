@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from tests.conftest import MPICH, OPENMPI, mpiscope_cli, require
 
+from mpiscope.trace import record as R
+
 
 def one_error_line(done: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
     assert done.returncode == code, (done.returncode, done.stderr)
@@ -75,7 +77,6 @@ def test_corrupt_rank_file(run_traced):
 
 @pytest.mark.parametrize("field, value", [("rank", 7), ("offset_init_at_ns", 2**64 - 5)])
 def test_damaged_rank_file_header(run_traced, field, value):
-    from mpiscope.trace import record as R
 
     t = run_traced("ring", 2)
     raw = t.path / "raw" / "rank-000001.msc"
@@ -92,7 +93,7 @@ def test_truncated_rank_file_is_read_up_to_its_last_record(run_traced):
     full = t.events().collect().height
     raw = t.path / "raw" / "rank-000001.msc"
     data = raw.read_bytes()
-    raw.write_bytes(data[: 4096 + 64 + 48 * 40 + 17])  # cut inside record 41 of the first block
+    raw.write_bytes(data[: R.HEADER_BYTES + 64 + 48 * 40 + 17])  # cut inside record 41 of the first block
     done = mpiscope_cli(["merge", str(t.path)])
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "rank 1" in done.stderr and "inside a block" in done.stderr

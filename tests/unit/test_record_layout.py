@@ -5,9 +5,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import numpy as np
 from tests.conftest import ROOT, require
 
 from mpiscope.trace import record as R
+from mpiscope.trace.reader import read_rank_file
+from mpiscope.trace.synthetic import write_rank_file
 
 PROBE = ROOT / "src" / "mpiscope" / "native" / "probe" / "layout.c"
 DTYPES = {"msc_rec": R.REC_DTYPE, "msc_block_header": R.BLOCK_HEADER_DTYPE, "msc_commdef": R.COMMDEF_DTYPE,
@@ -24,8 +27,9 @@ def test_layout_matches_dtypes(tmp_path):
         if line.startswith("constants"):
             words = line.split()[1:]
             consts = dict(zip(words[::2], map(int, words[1::2])))
-            assert consts == {"header": R.HEADER_BYTES, "block": R.BLOCK_BYTES, "recs": R.RECS_PER_BLOCK,
-                              "magic": R.FILE_MAGIC}
+            assert consts == {"version": R.FORMAT_VERSION, "page": R.HEADER_PAGE, "header": R.HEADER_BYTES,
+                              "block": R.BLOCK_BYTES, "recs": R.RECS_PER_BLOCK, "magic": R.FILE_MAGIC}
+            assert R.GEOMETRY[R.FORMAT_VERSION] == (R.HEADER_BYTES, R.BLOCK_BYTES)
             continue
         struct, field, value = line.split()
         dtype = DTYPES[struct]
@@ -35,3 +39,20 @@ def test_layout_matches_dtypes(tmp_path):
             assert dtype.fields[field][1] == int(value), f"{struct}.{field}"
         seen += 1
     assert seen > 40
+
+
+def test_reader_takes_both_block_layouts(tmp_path):
+    """Format 2 puts blocks at 2 MiB-aligned offsets; traces of format 1 (1 MiB
+    blocks right after the header page) still read, record for record."""
+    recs = np.zeros(50_000, R.REC_DTYPE)  # more than one block of either format
+    recs["call"] = 20
+    recs["t_enter"] = np.arange(recs.size) * 100 + 1
+    recs["t_leave"] = recs["t_enter"] + 50
+    for version in (1, 2):
+        path = tmp_path / str(version) / "rank-000000.msc"
+        path.parent.mkdir()
+        write_rank_file(path, 0, 1, recs, version=version)
+        got = read_rank_file(path, 300)
+        assert not any("block" in w for w in got.warnings), got.warnings
+        assert np.array_equal(got.records, recs), version
+        assert len(got.blocks) == -(-recs.size // ((R.GEOMETRY[version][1] - R.BLOCK_HEADER_BYTES) // R.REC_BYTES))

@@ -33,7 +33,7 @@ VALUE_OPTIONS = {
     "-profile", "--output-filename", "--report-bindings-file", "-display-map", "--preload-files",
 }
 TWO_VALUE_OPTIONS = {"-genv", "-env", "--mca", "-mca", "--prtemca", "--pmixmca"}
-MIN_FREE_BYTES = 16 << 20  # a few 1 MiB blocks per rank, and the merged tables
+MIN_FREE_BYTES = 16 << 20  # a few 2 MiB blocks per rank, and the merged tables
 
 
 @dataclass

@@ -126,8 +126,8 @@ def _spawned(trace_dir: Path) -> list[str]:
         worlds = (trace_dir / "raw" / "spawned").stat().st_size
     except OSError:
         return []
-    return [f"{worlds} group(s) of processes started by MPI_Comm_spawn were not recorded; "
-            f"the parents' calls with them are in events.parquet, their messages are not in messages.parquet"]
+    return [(f"{worlds} group(s) of processes started by MPI_Comm_spawn were not recorded; "
+             f"the parents' calls with them are in events.parquet, their messages are not in messages.parquet")]
 
 
 def _merge(trace_dir: Path) -> MergeResult:

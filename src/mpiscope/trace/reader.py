@@ -61,15 +61,15 @@ class RankFile:
 
 
 def _header(data: np.ndarray, path: Path) -> np.void:
-    if data.size < R.HEADER_BYTES:
+    if data.size < R.HEADER_PAGE:
         raise TraceCorrupt(f"{path} is too short to be an mpiscope rank file; "
                            f"record the program again with mpiscope run")
     hdr: np.void = np.frombuffer(data[: R.FILE_HEADER_DTYPE.itemsize].tobytes(), R.FILE_HEADER_DTYPE)[0]
     if int(hdr["magic"]) != R.FILE_MAGIC:
         raise TraceCorrupt(f"{path} is not an mpiscope rank file (bad magic); "
                            f"remove it or record the program again with mpiscope run")
-    if int(hdr["version"]) != R.FORMAT_VERSION or int(hdr["rec_bytes"]) != R.REC_BYTES \
-            or int(hdr["block_bytes"]) != R.BLOCK_BYTES or int(hdr["header_bytes"]) != R.HEADER_BYTES:
+    geometry = (int(hdr["header_bytes"]), int(hdr["block_bytes"]))
+    if R.GEOMETRY.get(int(hdr["version"])) != geometry or int(hdr["rec_bytes"]) != R.REC_BYTES:
         raise TraceCorrupt(f"{path} was written by another version of mpiscope (format "
                            f"{int(hdr['version'])}); read it with that version or record again")
     rank, size = int(hdr["rank"]), int(hdr["world_size"])
@@ -92,16 +92,17 @@ def read_rank_file(path: Path, ncalls: int) -> RankFile:
     hdr = _header(data, path)
     rank = int(hdr["rank"])
     warnings: list[str] = []
-    body = data.size - R.HEADER_BYTES
-    nblocks = -(-body // R.BLOCK_BYTES)
+    header_bytes, block_bytes = R.GEOMETRY[int(hdr["version"])]
+    recs_per_block = (block_bytes - R.BLOCK_HEADER_BYTES) // R.REC_BYTES
+    nblocks = -(-max(0, data.size - header_bytes) // block_bytes)
     found: list[tuple[int, int, np.ndarray]] = []
     ticks, ns = [], []
     damaged = bad_calls = 0
     for b in range(nblocks):
-        start = R.HEADER_BYTES + b * R.BLOCK_BYTES
-        end = min(start + R.BLOCK_BYTES, data.size)
-        nrec = min(R.RECS_PER_BLOCK, max(0, end - start - R.BLOCK_HEADER_BYTES) // R.REC_BYTES)
-        if end - start < R.BLOCK_BYTES and nrec:
+        start = header_bytes + b * block_bytes
+        end = min(start + block_bytes, data.size)
+        nrec = min(recs_per_block, max(0, end - start - R.BLOCK_HEADER_BYTES) // R.REC_BYTES)
+        if end - start < block_bytes and nrec:
             warnings.append(f"rank {rank}: the file ends inside a block; read up to its last whole record")
         if nrec == 0:
             continue

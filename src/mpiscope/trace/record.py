@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 FILE_MAGIC = 0x4543415254435353
 BLOCK_MAGIC = 0x4B4C4253
 COMMDEF_MAGIC = 0x46454443
-HEADER_BYTES = 4096
-BLOCK_BYTES = 1 << 20
+HEADER_PAGE = 4096  # what the file header occupies
+HEADER_BYTES = 2 << 20  # file offset of the first block (a hole after the header page)
+BLOCK_BYTES = 2 << 20
 BLOCK_HEADER_BYTES = 64
 REC_BYTES = 48
 RECS_PER_BLOCK = (BLOCK_BYTES - BLOCK_HEADER_BYTES) // REC_BYTES
+# (header bytes, block bytes) of each format version the reader takes; the
+# records and headers are alike in both, only where the blocks sit differs.
+GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES)}
 MAX_WORLD = 1 << 24  # a header claiming more ranks is damaged
 
 PEER_NONE, PEER_ANY, PEER_PROC_NULL, PEER_ROOT, PEER_UNKNOWN, PEER_CANCELLED = -1, -2, -3, -4, -5, -6

@@ -33,30 +33,34 @@ def call_id(calls: list[dict[str, Any]], name: str) -> int:
 
 
 def write_rank_file(path: Path, rank: int, size: int, records: np.ndarray, state: int = R.STATE_FINISHED,
-                    t_end_ns: int = 0) -> None:
-    """One rank file (one thread) holding `records` (REC_DTYPE)."""
+                    t_end_ns: int = 0, version: int = R.FORMAT_VERSION) -> None:
+    """One rank file (one thread) holding `records` (REC_DTYPE), in the
+    layout of format `version` (sparse where the recorder leaves a hole)."""
+    header_bytes, block_bytes = R.GEOMETRY[version]
+    recs_per_block = (block_bytes - R.BLOCK_HEADER_BYTES) // R.REC_BYTES
     hdr = np.zeros(1, R.FILE_HEADER_DTYPE)
-    hdr["magic"], hdr["version"] = R.FILE_MAGIC, R.FORMAT_VERSION
-    hdr["header_bytes"], hdr["block_bytes"], hdr["rec_bytes"] = R.HEADER_BYTES, R.BLOCK_BYTES, R.REC_BYTES
+    hdr["magic"], hdr["version"] = R.FILE_MAGIC, version
+    hdr["header_bytes"], hdr["block_bytes"], hdr["rec_bytes"] = header_bytes, block_bytes, R.REC_BYTES
     hdr["rank"], hdr["world_size"], hdr["clock_kind"], hdr["state"] = rank, size, R.CLOCK_MONOTONIC_NS, state
     hdr["hostname"], hdr["boot_id"] = b"synthetic", b"synthetic-boot"
     end = t_end_ns or (int(records["t_leave"].max()) if records.size else 0)
     hdr["ns_init"] = hdr["tick_init"] = int(records["t_enter"].min()) if records.size else 1
     hdr["ns_end"] = hdr["tick_end"] = end
-    nblocks = max(1, -(-records.size // R.RECS_PER_BLOCK))
+    nblocks = max(1, -(-records.size // recs_per_block))
     hdr["nblocks"] = nblocks
-    body = np.zeros((nblocks, R.BLOCK_BYTES), dtype=np.uint8)
+    body = np.zeros((nblocks, block_bytes), dtype=np.uint8)
     bh = np.zeros(nblocks, R.BLOCK_HEADER_DTYPE)
-    bh["magic"], bh["version"], bh["rank"], bh["seq"] = R.BLOCK_MAGIC, R.FORMAT_VERSION, rank, np.arange(nblocks)
+    bh["magic"], bh["version"], bh["rank"], bh["seq"] = R.BLOCK_MAGIC, version, rank, np.arange(nblocks)
     body[:, : R.BLOCK_HEADER_BYTES] = bh.view(np.uint8).reshape(nblocks, R.BLOCK_HEADER_BYTES)
-    padded = np.zeros(nblocks * R.RECS_PER_BLOCK, R.REC_DTYPE)
+    padded = np.zeros(nblocks * recs_per_block, R.REC_DTYPE)
     padded[: records.size] = records
-    body[:, R.BLOCK_HEADER_BYTES: R.BLOCK_HEADER_BYTES + R.RECS_PER_BLOCK * R.REC_BYTES] = \
+    body[:, R.BLOCK_HEADER_BYTES: R.BLOCK_HEADER_BYTES + recs_per_block * R.REC_BYTES] = \
         padded.view(np.uint8).reshape(nblocks, -1)
     with open(path, "wb") as f:
-        head = np.zeros(R.HEADER_BYTES, np.uint8)
+        head = np.zeros(R.HEADER_PAGE, np.uint8)
         head[: R.FILE_HEADER_DTYPE.itemsize] = hdr.view(np.uint8)
         head.tofile(f)
+        f.seek(header_bytes)
         body.tofile(f)
 
 

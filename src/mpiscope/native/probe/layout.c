@@ -24,7 +24,8 @@ int main(void)
     F(msc_file_header, tick_end); F(msc_file_header, offset_init_ns); F(msc_file_header, offset_end_at_ns);
     F(msc_file_header, sync_rtt_end_ns); F(msc_file_header, dropped); F(msc_file_header, hostname);
     F(msc_file_header, boot_id);
-    printf("constants header %u block %u recs %u magic %llu\n", MSC_HEADER_BYTES, MSC_BLOCK_BYTES,
-           (unsigned)MSC_RECS_PER_BLOCK, (unsigned long long)MSC_FILE_MAGIC);
+    printf("constants version %u page %u header %u block %u recs %u magic %llu\n", MSC_FORMAT_VERSION,
+           MSC_HEADER_PAGE, MSC_HEADER_BYTES, MSC_BLOCK_BYTES, (unsigned)MSC_RECS_PER_BLOCK,
+           (unsigned long long)MSC_FILE_MAGIC);
     return 0;
 }

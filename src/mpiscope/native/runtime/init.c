@@ -57,9 +57,9 @@ static int open_trace(int rank, int size)
         return -1;
     }
     void *h = MAP_FAILED;
-    int err = posix_fallocate(msc_trace_fd, 0, MSC_HEADER_BYTES);
+    int err = posix_fallocate(msc_trace_fd, 0, MSC_HEADER_PAGE);
     if (!err) {
-        h = mmap(NULL, MSC_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, msc_trace_fd, 0);
+        h = mmap(NULL, MSC_HEADER_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, msc_trace_fd, 0);
         if (h == MAP_FAILED) err = errno;
     }
     if (err) {

@@ -1,8 +1,12 @@
 /* The on-disk trace format written by libmpiscope, one file per rank.
  *
- * A rank file is a 4 KiB header page followed by 1 MiB blocks. Each block
- * belongs to one thread and holds fixed 48-byte records after a 64-byte block
- * header. Records are written through a shared file mapping, so whatever a
+ * A rank file is a 4 KiB header page followed, from offset 2 MiB on, by 2 MiB
+ * blocks. Each block belongs to one thread and holds fixed 48-byte records
+ * after a 64-byte block header. The gap after the header page is a hole (no
+ * disk, no memory): it puts every block at a 2 MiB-aligned file offset, so
+ * that where the filesystem caches a block as one 2 MiB folio (ext4 and XFS
+ * with large folios) the kernel maps it whole at its first store, one page
+ * fault per block instead of one per 4 KiB page (see buffer.c). Records are written through a shared file mapping, so whatever a
  * rank stored survives any way the process ends (the kernel owns the pages,
  * even after SIGKILL). A record is valid once its `call` field is non-zero:
  * that field is stored last, so a reader stops at the first zero.
@@ -16,12 +20,13 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#define MSC_FORMAT_VERSION 1u
+#define MSC_FORMAT_VERSION 2u /* 1: 1 MiB blocks right after the header page */
 #define MSC_FILE_MAGIC 0x4543415254435353ull /* "SSCTRACE" little-endian */
 #define MSC_BLOCK_MAGIC 0x4b4c4253u          /* "SBLK" */
 #define MSC_COMMDEF_MAGIC 0x46454443u        /* "CDEF" */
-#define MSC_HEADER_BYTES 4096u
-#define MSC_BLOCK_BYTES (1u << 20)
+#define MSC_HEADER_PAGE 4096u          /* what the file header occupies */
+#define MSC_HEADER_BYTES (2u << 20)    /* file offset of the first block */
+#define MSC_BLOCK_BYTES (2u << 20)
 #define MSC_BLOCK_HEADER_BYTES 64u
 #define MSC_PAIR_EVERY 4096u
 #define MSC_RECS_PER_BLOCK ((MSC_BLOCK_BYTES - MSC_BLOCK_HEADER_BYTES) / 48u)
@@ -111,7 +116,7 @@ struct msc_file_header {
     char hostname[64];
     char boot_id[40];
 };
-_Static_assert(sizeof(struct msc_file_header) <= MSC_HEADER_BYTES, "file header fits a page");
+_Static_assert(sizeof(struct msc_file_header) <= MSC_HEADER_PAGE, "file header fits a page");
 
 /* Communicator/window definitions: appended to rank-N.comms with write(2). */
 enum msc_comm_kind { MSC_COMM_INTRA = 0, MSC_COMM_INTER = 1, MSC_COMM_WIN = 2 };

@@ -180,6 +180,17 @@ MSC_HOT struct msc_rec *msc_reserve(struct msc_thread *t)
     return r;
 }
 
+/* Fetch the lines of the thread's next record while the current call runs.
+ * Left to the store, a fresh line is a cache miss that an MPI's own atomic
+ * operations in the next call then wait for: in a ping-pong, on the critical
+ * path of every message (1.5 % of an 8-byte half round trip here). A
+ * prefetch past the block's end is harmless: prefetches never fault. */
+MSC_HOT void msc_prefetch_next(const struct msc_thread *t)
+{
+    __builtin_prefetch(t->next, 1, 3);
+    __builtin_prefetch((const char *)t->next + sizeof(struct msc_rec) - 1, 1, 3);
+}
+
 MSC_HOT void msc_commit(struct msc_rec *r, uint16_t call)
 {
     __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
@@ -197,6 +208,7 @@ MSC_HOT struct msc_rec *msc_enter(uint16_t call, void *site)
     struct msc_rec *r = msc_reserve(t);
     if (MSC_UNLIKELY(!r)) return NULL;
     t->busy = 1;
+    msc_prefetch_next(t);
     r->bytes = 0;
     r->callsite = (uint64_t)(uintptr_t)site;
     r->req = 0;
