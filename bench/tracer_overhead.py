@@ -3,7 +3,7 @@
 * added cost per intercepted call (MPI_Test on MPI_REQUEST_NULL, MPI_Iprobe
   with nothing pending), median and mean over 2 million calls; the median is
   the recorder's own path, the mean adds the cost of getting the records to
-  the trace file (a 1 MiB write through the page cache per 21,800 events);
+  the trace file (a 2 MiB write through the page cache per 43,700 events);
 * the slowdown of an 8-byte ping-pong between 2 ranks (half round trip,
   traced / untraced), from runs interleaved with their baselines: the median
   of the per-pair ratios, the ratio of the medians and the ratio of the

@@ -6,6 +6,8 @@ import polars as pl
 import pytest
 from tests.conftest import MPICH
 
+from mpiscope.trace import record as R
+
 N = 4
 
 
@@ -27,6 +29,19 @@ def test_thread_multiple(run_traced, any_mpi):
     sends = by_call(ev, "MPI_Send")
     assert sends.group_by("rank").agg(pl.col("thread").n_unique())["thread"].min() == threads
     assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_clean_end_gives_back_the_unused_block_tails(run_traced):
+    """Each of 4 threads per rank maps a 2 MiB block of the rank file; after
+    MPI_Finalize what no record used is a hole again, and reads as before."""
+    threads, msgs = 4, 30
+    t = run_traced("threads", 2, args=[str(threads), str(msgs)])
+    assert t.messages().collect().height == 2 * threads * msgs
+    for f in sorted((t.path / "raw").glob("*.msc")):
+        st = f.stat()
+        assert st.st_size >= R.HEADER_BYTES + threads * R.BLOCK_BYTES, f
+        assert st.st_blocks * 512 < 256 << 10, f"{f}: {st.st_blocks * 512} bytes allocated (no holes punched?)"
 
 
 @pytest.mark.parametrize("how,state", [("segv", "killed by a signal"), ("abort", "MPI_Abort"),

@@ -160,6 +160,7 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     }
     msc_hdr->nblocks = idx + 1;
     pthread_mutex_unlock(&block_lock);
+    t->block_off = (int64_t)off;
     /* The previous block stays mapped until the next switch: a call's record
      * may still be open in it while a sub-record goes into the new one. */
     if (t->prev_block) munmap(t->prev_block, MSC_BLOCK_BYTES);
@@ -187,6 +188,23 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     t->next = recs + 2;
     t->end = recs + MSC_RECS_PER_BLOCK;
     return recs + 1;
+}
+
+/* After a clean end, give back the disk and page cache that no record used:
+ * the rest of each thread's last block (up to 2 MiB a thread, zeros). The
+ * hole reads as zeros, where a reader stops anyway. Where the filesystem
+ * cannot punch holes, the zeros stay. */
+void msc_release_unused(void)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (unsigned i = 0; i < nthreads; i++) {
+        const struct msc_thread *t = &threads[i];
+        if (!t->block) continue;
+        uintptr_t used = ((uintptr_t)t->next - (uintptr_t)t->block + page - 1) & ~(page - 1);
+        if (used < MSC_BLOCK_BYTES)
+            (void)fallocate(msc_trace_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(t->block_off + (int64_t)used),
+                            (off_t)(MSC_BLOCK_BYTES - used));
+    }
 }
 
 void msc_refresh_pair(struct msc_thread *t)

@@ -246,6 +246,7 @@ void msc_finished(struct msc_rec *r)
     if (msc_tracking) {
         msc_tracking = 0;
         msc_stop(MSC_STATE_FINISHED, 0);
+        msc_release_unused();
     }
 }
 

@@ -46,6 +46,7 @@ struct msc_thread {
     struct msc_rec *end;   /* one past the last record of the block */
     void *block;           /* mapped block, NULL before the first event */
     void *prev_block;      /* the block before it, still mapped */
+    int64_t block_off;     /* file offset of the current block */
     uint32_t seq;          /* blocks this thread has used */
     uint16_t index;        /* thread index within the rank */
     int busy;              /* a record is open: nested MPI calls are not recorded */
@@ -95,6 +96,7 @@ struct msc_rec *msc_next_block(struct msc_thread *t);
 uint64_t msc_now_ns(void);
 void *msc_scratch(int which, size_t bytes);
 void msc_stop(int state, int sig);
+void msc_release_unused(void);
 void msc_warn(const char *what, const char *path, int err);
 
 /* communicators (comm.c) */
