@@ -74,8 +74,16 @@ def test_fortran_ring_recorded(tmp_path, fortran_mpi):
     assert (m["bytes"] == 64).all() and sorted(set(m["tag"])) == [1, 2, 3]
     irecv = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Irecv")
     assert irecv["completed_by"].is_not_null().all()  # tied to MPI_WAITALL through Fortran handles
-    assert t.collectives().collect().height == 3
+    assert t.collectives().collect().height == 4
     assert any("ring_f.f90:" in s for s in ev["callsite"].cast(pl.Utf8).to_list())
+    in_place_allgather(ev)
+
+
+def in_place_allgather(ev: pl.DataFrame) -> None:
+    """MPI_IN_PLACE from Fortran is recognised: each rank contributes its one
+    INTEGER of the receive buffer, not the ignored 7 DOUBLE PRECISION."""
+    gather = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Allgather")
+    assert gather.height == 4 and (gather["bytes"] == 4).all(), gather["bytes"].to_list()
 
 
 @pytest.mark.mpi(ranks=4)
@@ -102,7 +110,8 @@ def test_fortran_2008_ring_recorded(tmp_path, fortran_mpi):
     assert list(zip(last["src"], last["dst"], last["bytes"])) == [(0, 3, 8)]
     irecv = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Irecv")
     assert irecv["completed_by"].is_not_null().all()
-    assert t.collectives().collect().height == 4
+    assert t.collectives().collect().height == 5
+    in_place_allgather(ev)
     # every call is seen at the program's line, not inside the MPI's Fortran library
     sites = ev.filter(pl.col("call").cast(pl.Utf8).is_in(["MPI_Send", "MPI_Irecv", "MPI_Sendrecv", "MPI_Allreduce",
                                                           "MPI_Waitall", "MPI_Recv", "MPI_Bcast"]))["callsite"]

@@ -1,11 +1,12 @@
 ! Ring in Fortran (`use mpi`): a token travels rank -> rank+1 ITERS times,
 ! with a nonblocking receive, a blocking send, MPI_WAITALL and an
-! MPI_ALLREDUCE per round. usage: ring_f [iters]
+! MPI_ALLREDUCE per round; then the ranks are gathered in place (MPI_IN_PLACE:
+! the send count and type are ignored). usage: ring_f [iters]
 program ring_f
     use mpi
     implicit none
     integer :: ierr, rank, nprocs, i, iters, next, prev, nargs
-    integer :: reqs(1), stats(MPI_STATUS_SIZE, 1)
+    integer :: reqs(1), stats(MPI_STATUS_SIZE, 1), ranks(64)
     double precision :: buf(8), token(8), total
     character(len=16) :: arg
 
@@ -26,6 +27,11 @@ program ring_f
         call MPI_SEND(token, 8, MPI_DOUBLE_PRECISION, next, i, MPI_COMM_WORLD, ierr)
         call MPI_WAITALL(1, reqs, stats, ierr)
         call MPI_ALLREDUCE(buf(1), total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+    end do
+    ranks(rank + 1) = rank
+    call MPI_ALLGATHER(MPI_IN_PLACE, 7, MPI_DOUBLE_PRECISION, ranks, 1, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+    do i = 1, nprocs
+        if (ranks(i) /= i - 1) error stop "MPI_ALLGATHER in place: wrong result"
     end do
     call MPI_FINALIZE(ierr)
 end program ring_f

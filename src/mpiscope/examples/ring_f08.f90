@@ -3,12 +3,13 @@
 ! MPI_Send and MPI_Waitall, then MPI_Sendrecv goes the other way (its status
 ! says who sent), and MPI_Allreduce sums; rank 0 broadcasts once at the end,
 ! and sends the sum to the last rank, which receives it from any source with
-! MPI_STATUS_IGNORE. Some calls pass ierror, some leave it out.
+! MPI_STATUS_IGNORE; the ranks are gathered in place (MPI_IN_PLACE: the send
+! count and type are ignored). Some calls pass ierror, some leave it out.
 ! usage: ring_f08 [iters]
 program ring_f08
     use mpi_f08
     implicit none
-    integer :: ierr, rank, nprocs, i, iters, next, prev, nargs
+    integer :: ierr, rank, nprocs, i, iters, next, prev, nargs, ranks(64)
     type(MPI_Request) :: reqs(1)
     type(MPI_Status) :: st
     double precision :: buf(8), token(8), back(4), total
@@ -39,5 +40,10 @@ program ring_f08
     if (rank == 0) call MPI_Send(total, 1, MPI_DOUBLE_PRECISION, nprocs - 1, 200, MPI_COMM_WORLD)
     if (rank == nprocs - 1) call MPI_Recv(total, 1, MPI_DOUBLE_PRECISION, MPI_ANY_SOURCE, 200, MPI_COMM_WORLD, &
                                           MPI_STATUS_IGNORE)
+    ranks(rank + 1) = rank
+    call MPI_Allgather(MPI_IN_PLACE, 7, MPI_DOUBLE_PRECISION, ranks, 1, MPI_INTEGER, MPI_COMM_WORLD)
+    do i = 1, nprocs
+        if (ranks(i) /= i - 1) error stop "MPI_Allgather in place: wrong result"
+    end do
     call MPI_Finalize(ierr)
 end program ring_f08

@@ -64,6 +64,31 @@ int msc_f_statuses_ignored(const MPI_Fint *f)
     return f == MPI_F_STATUSES_IGNORE || (f08 && (const void *)f == f08);
 }
 
+/* Fortran's MPI_IN_PLACE is an object of the MPI's Fortran side, not C's
+ * MPI_IN_PLACE: Open MPI's common block mpi_fortran_in_place (in the
+ * compiler's spelling; `use mpi_f08` binds to it too), MPICH's object
+ * MPIR_F08_MPI_IN_PLACE (`use mpi_f08`) and, for mpif.h and `use mpi`, the
+ * address MPICH's Fortran MPI_INIT stores in MPIR_F_MPI_IN_PLACE (read at
+ * each use, since it is set after start-up). Looked up by name, once. */
+static const void *in_place_objects[5];
+static void *const *mpich_f_in_place;
+static int in_place_looked_up;
+
+int msc_f_in_place(const void *buf)
+{
+    if (!__atomic_load_n(&in_place_looked_up, __ATOMIC_ACQUIRE)) {
+        const char *names[5] = {"mpi_fortran_in_place", "mpi_fortran_in_place_", "mpi_fortran_in_place__",
+                                "MPI_FORTRAN_IN_PLACE", "MPIR_F08_MPI_IN_PLACE"};
+        for (int i = 0; i < 5; i++) in_place_objects[i] = dlsym(RTLD_DEFAULT, names[i]);
+        mpich_f_in_place = dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE");
+        __atomic_store_n(&in_place_looked_up, 1, __ATOMIC_RELEASE);
+    }
+    if (!buf) return 0;
+    for (int i = 0; i < 5; i++)
+        if (buf == in_place_objects[i]) return 1;
+    return mpich_f_in_place && buf == *mpich_f_in_place;
+}
+
 int32_t msc_f_peers(MPI_Comm comm)
 {
     uint16_t c = msc_comm_id(comm);

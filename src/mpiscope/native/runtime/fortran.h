@@ -26,6 +26,7 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be a C int");
 int msc_f_status_ignored(const MPI_Fint *f);
 int msc_f_statuses_ignored(const MPI_Fint *f);
 void *msc_fortran_symbol(const char *name);
+int msc_f_in_place(const void *buf);
 const MPI_Datatype *msc_f2c_types(const MPI_Fint *types, int32_t n);
 int32_t msc_f_peers(MPI_Comm comm);
 

@@ -68,6 +68,11 @@ def fortran_wrapper(entry: dict) -> str:
     needs_types = False
     for decl, name in p.params:
         fdecl, conv, refresh = _fortran_param(decl, name)
+        if name == "sendbuf" and "bytes_inplace" in entry:
+            # Fortran's MPI_IN_PLACE is not C's; MPICH's mpi_x_f08ts_ pass a
+            # descriptor, whose first member is the address.
+            address = f"cdesc ? *(void *const *){name}_f : {name}_f"
+            conv = [f"const void *{name} = msc_f_in_place({address}) ? MPI_IN_PLACE : {name}_f;"]
         fparams.append((fdecl, name))
         before += conv
         after += refresh
@@ -86,7 +91,7 @@ def fortran_wrapper(entry: dict) -> str:
     types = ", ".join(re.sub(r"\s*\*?\s*\w+_f$", " *", d).strip() for d, _ in fparams) + \
         (", " if fparams else "") + "MPI_Fint *"
     lines = [f"typedef void (*msc_fn_{lower})({types});",
-             f"static void msc_f_{lower}(void *site, msc_fn_{lower} real, {sig})", "{",
+             f"static void msc_f_{lower}(void *site, MSC_UNUSED int cdesc, msc_fn_{lower} real, {sig})", "{",
              f"    struct msc_rec *r = msc_enter({p.cid}, site);"]
     if needs_types:
         comm = entry.get("comm")
@@ -109,7 +114,7 @@ def fortran_wrapper(entry: dict) -> str:
         lines += [f"MSC_API void {name}({sig})", "{",
                   f"    static msc_fn_{lower} real;",
                   f"    if (!real) *(void **)&real = msc_fortran_symbol(\"{real}\");",
-                  f"    msc_f_{lower}(__builtin_return_address(0), real, {argnames});", "}"]
+                  f"    msc_f_{lower}(__builtin_return_address(0), 0, real, {argnames});", "}"]
     # The `use mpi_f08` entry points: handles are derived types holding the
     # INTEGER handle, passed by reference as it is; ierror is OPTIONAL. MPICH
     # passes choice buffers as descriptors (TS 29113) to mpi_x_f08ts_; they
@@ -122,7 +127,8 @@ def fortran_wrapper(entry: dict) -> str:
                   f"    if (!real) *(void **)&real = msc_fortran_symbol(\"p{lower}{suffix}\");",
                   "    MPI_Fint msc_ierr_;",
                   "    if (!ierr) ierr = &msc_ierr_;",
-                  f"    msc_f_{lower}(__builtin_return_address(0), real, {argnames});", "}"]
+                  f"    msc_f_{lower}(__builtin_return_address(0), {int(suffix == '_f08ts_')}, real, {argnames});",
+                  "}"]
     return "\n".join(lines) + "\n"
 
 
