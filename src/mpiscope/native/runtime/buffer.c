@@ -201,9 +201,9 @@ void msc_release_unused(void)
         const struct msc_thread *t = &threads[i];
         if (!t->block) continue;
         uintptr_t used = ((uintptr_t)t->next - (uintptr_t)t->block + page - 1) & ~(page - 1);
-        if (used < MSC_BLOCK_BYTES)
-            (void)fallocate(msc_trace_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(t->block_off + (int64_t)used),
-                            (off_t)(MSC_BLOCK_BYTES - used));
+        if (used >= MSC_BLOCK_BYTES) continue;
+        (void)fallocate(msc_trace_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                        (off_t)(t->block_off + (int64_t)used), (off_t)(MSC_BLOCK_BYTES - used));
     }
 }
 

@@ -6,9 +6,11 @@
  * disk, no memory): it puts every block at a 2 MiB-aligned file offset, so
  * that where the filesystem caches a block as one 2 MiB folio (ext4 and XFS
  * with large folios) the kernel maps it whole at its first store, one page
- * fault per block instead of one per 4 KiB page (see buffer.c). Records are written through a shared file mapping, so whatever a
- * rank stored survives any way the process ends (the kernel owns the pages,
- * even after SIGKILL). A record is valid once its `call` field is non-zero:
+ * fault per block instead of one per 4 KiB page (see buffer.c).
+ *
+ * Records are written through a shared file mapping, so whatever a rank
+ * stored survives any way the process ends (the kernel owns the pages, even
+ * after SIGKILL). A record is valid once its `call` field is non-zero:
  * that field is stored last, so a reader stops at the first zero.
  *
  * src/mpiscope/trace/record.py mirrors these layouts; a test compiles a probe
