@@ -77,7 +77,6 @@ def test_corrupt_rank_file(run_traced):
 
 @pytest.mark.parametrize("field, value", [("rank", 7), ("offset_init_at_ns", 2**64 - 5)])
 def test_damaged_rank_file_header(run_traced, field, value):
-
     t = run_traced("ring", 2)
     raw = t.path / "raw" / "rank-000001.msc"
     data = bytearray(raw.read_bytes())

@@ -55,4 +55,4 @@ def test_reader_takes_both_block_layouts(tmp_path):
         got = read_rank_file(path, 300)
         assert not any("block" in w for w in got.warnings), got.warnings
         assert np.array_equal(got.records, recs), version
-        assert len(got.blocks) == -(-recs.size // ((R.GEOMETRY[version][1] - R.BLOCK_HEADER_BYTES) // R.REC_BYTES))
+        assert len(got.blocks) == -(-recs.size // R.layout(version)[2])

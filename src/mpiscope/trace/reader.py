@@ -92,8 +92,7 @@ def read_rank_file(path: Path, ncalls: int) -> RankFile:
     hdr = _header(data, path)
     rank = int(hdr["rank"])
     warnings: list[str] = []
-    header_bytes, block_bytes = R.GEOMETRY[int(hdr["version"])]
-    recs_per_block = (block_bytes - R.BLOCK_HEADER_BYTES) // R.REC_BYTES
+    header_bytes, block_bytes, recs_per_block = R.layout(int(hdr["version"]))
     nblocks = -(-max(0, data.size - header_bytes) // block_bytes)
     found: list[tuple[int, int, np.ndarray]] = []
     ticks, ns = [], []

@@ -21,6 +21,12 @@ RECS_PER_BLOCK = (BLOCK_BYTES - BLOCK_HEADER_BYTES) // REC_BYTES
 # (header bytes, block bytes) of each format version the reader takes; the
 # records and headers are alike in both, only where the blocks sit differs.
 GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES)}
+
+
+def layout(version: int) -> tuple[int, int, int]:
+    """(header bytes, block bytes, records per block) of a format version."""
+    header_bytes, block_bytes = GEOMETRY[version]
+    return header_bytes, block_bytes, (block_bytes - BLOCK_HEADER_BYTES) // REC_BYTES
 MAX_WORLD = 1 << 24  # a header claiming more ranks is damaged
 
 PEER_NONE, PEER_ANY, PEER_PROC_NULL, PEER_ROOT, PEER_UNKNOWN, PEER_CANCELLED = -1, -2, -3, -4, -5, -6

@@ -36,8 +36,7 @@ def write_rank_file(path: Path, rank: int, size: int, records: np.ndarray, state
                     t_end_ns: int = 0, version: int = R.FORMAT_VERSION) -> None:
     """One rank file (one thread) holding `records` (REC_DTYPE), in the
     layout of format `version` (sparse where the recorder leaves a hole)."""
-    header_bytes, block_bytes = R.GEOMETRY[version]
-    recs_per_block = (block_bytes - R.BLOCK_HEADER_BYTES) // R.REC_BYTES
+    header_bytes, block_bytes, recs_per_block = R.layout(version)
     hdr = np.zeros(1, R.FILE_HEADER_DTYPE)
     hdr["magic"], hdr["version"] = R.FILE_MAGIC, version
     hdr["header_bytes"], hdr["block_bytes"], hdr["rec_bytes"] = header_bytes, block_bytes, R.REC_BYTES
