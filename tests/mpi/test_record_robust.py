@@ -65,6 +65,41 @@ def test_crash_leaves_readable_partial_trace(run_traced, how, state):
         assert {stuck.get(f"{r}.0") for r in (0, 2, 3)} == {"MPI_Barrier"}
 
 
+@pytest.mark.mpi(ranks=2)
+def test_long_run_reuses_its_ring_of_blocks(run_traced):
+    """240,000 records per rank fill 6 blocks, more than the 4 of a thread's
+    ring: full blocks are copied further on in the file and their slots
+    reused. Every event is read once, and after the clean end the slots whose
+    blocks were copied are holes again: the file holds each block once."""
+    iters = 120_000
+    t = run_traced("pingpong", 2, args=[str(iters), "8"])
+    ev = t.events().collect()
+    for rank in (0, 1):
+        mine = ev.filter(pl.col("rank") == rank)
+        assert by_call(mine, "MPI_Send").height == by_call(mine, "MPI_Recv").height == iters
+    assert t.messages().collect().height == 2 * iters
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    for f in sorted((t.path / "raw").glob("*.msc")):
+        blocks = -(-(ev.height // 2) // R.RECS_PER_BLOCK)
+        assert f.stat().st_blocks * 512 <= (blocks + 1) * R.BLOCK_BYTES, f
+
+
+@pytest.mark.mpi(ranks=2)
+def test_rank_killed_after_its_ring_wrapped_loses_nothing(run_traced):
+    """SIGKILL after 300,000 records: some blocks only in their ring slot, some
+    only in their copy, one maybe in both; each is read once, whole."""
+    iters = 150_000
+    t = run_traced("crash", 2, args=[str(iters), "kill"], expect_exit=None)
+    assert t.manifest["rank_states"]["1"] == "cut off"
+    ev = t.events().collect()
+    for rank in (0, 1):
+        done = by_call(ev, "MPI_Sendrecv_replace").filter((pl.col("rank") == rank) & pl.col("t_leave_ns").is_not_null())
+        assert done.height == iters, rank
+    m = t.messages().collect()
+    assert m.height == 2 * iters
+    assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+
+
 @pytest.mark.mpi(ranks=N)
 def test_mpi4py_program_recorded(run_traced):
     t = run_traced("ring", N, args=["3"], mpi=MPICH, python=True)

@@ -42,13 +42,13 @@ def test_layout_matches_dtypes(tmp_path):
 
 
 def test_reader_takes_both_block_layouts(tmp_path):
-    """Format 2 puts blocks at 2 MiB-aligned offsets; traces of format 1 (1 MiB
-    blocks right after the header page) still read, record for record."""
+    """Formats 2 and 3 put blocks at 2 MiB-aligned offsets; traces of format 1
+    (1 MiB blocks right after the header page) still read, record for record."""
     recs = np.zeros(50_000, R.REC_DTYPE)  # more than one block of either format
     recs["call"] = 20
     recs["t_enter"] = np.arange(recs.size) * 100 + 1
     recs["t_leave"] = recs["t_enter"] + 50
-    for version in (1, 2):
+    for version in (1, 2, 3):
         path = tmp_path / str(version) / "rank-000000.msc"
         path.parent.mkdir()
         write_rank_file(path, 0, 1, recs, version=version)
@@ -56,3 +56,37 @@ def test_reader_takes_both_block_layouts(tmp_path):
         assert not any("block" in w for w in got.warnings), got.warnings
         assert np.array_equal(got.records, recs), version
         assert len(got.blocks) == -(-recs.size // R.layout(version)[2])
+
+
+def _block_at(path, index: int) -> np.ndarray:
+    """A writable view of block `index` of a format-3 rank file (header + records)."""
+    data = np.memmap(path, dtype=np.uint8, mode="r+")
+    return data[R.HEADER_BYTES + index * R.BLOCK_BYTES: R.HEADER_BYTES + (index + 1) * R.BLOCK_BYTES]
+
+
+def test_a_block_found_twice_is_read_once_from_its_fuller_copy(tmp_path):
+    """The recorder copies each full block out of its ring slot before zeroing
+    the slot (records first): a killed rank can leave a block twice, whole in
+    one place and partly zeroed, or not yet written, in the other."""
+    per = R.RECS_PER_BLOCK
+    recs = np.zeros(3 * per, R.REC_DTYPE)
+    recs["call"] = 20
+    recs["t_enter"] = np.arange(recs.size) * 100 + 1
+    recs["t_leave"] = recs["t_enter"] + 50
+    path = tmp_path / "rank-000000.msc"
+    write_rank_file(path, 0, 1, recs)
+    with open(path, "r+b") as f:  # room for two more blocks
+        f.truncate(R.HEADER_BYTES + 5 * R.BLOCK_BYTES)
+    # block 3: a slot of seq 0 whose records the writer had begun to zero
+    slot = _block_at(path, 3)
+    slot[:] = _block_at(path, 0)
+    slot[R.BLOCK_HEADER_BYTES: R.BLOCK_HEADER_BYTES + 100 * R.REC_BYTES] = 0
+    # block 4: a copy of seq 1 that was never written but its header (fewer records)
+    _block_at(path, 4)[: R.BLOCK_HEADER_BYTES] = _block_at(path, 1)[: R.BLOCK_HEADER_BYTES]
+    # block 1 holds seq 1 whole; make block 2 (seq 2) the slot still being filled
+    _block_at(path, 2)[R.BLOCK_HEADER_BYTES + 10 * R.REC_BYTES:] = 0
+    got = read_rank_file(path, 300)
+    assert not any("block" in w for w in got.warnings), got.warnings
+    assert [b.size for b in got.blocks] == [per, per, 10]
+    assert np.array_equal(got.records, recs[: 2 * per + 10])
+    assert got.block_ticks.size == 6  # one calibration pair per block kept

@@ -94,8 +94,9 @@ def read_rank_file(path: Path, ncalls: int) -> RankFile:
     warnings: list[str] = []
     header_bytes, block_bytes, recs_per_block = R.layout(int(hdr["version"]))
     nblocks = -(-max(0, data.size - header_bytes) // block_bytes)
-    found: list[tuple[int, int, np.ndarray]] = []
-    ticks, ns = [], []
+    # (thread, seq) -> records, calibration ticks and ns; of a block found
+    # twice (ring slot and copy), the copy with more records
+    found: dict[tuple[int, int], tuple[np.ndarray, tuple[int, int], tuple[int, int]]] = {}
     damaged = bad_calls = 0
     for b in range(nblocks):
         start = header_bytes + b * block_bytes
@@ -117,16 +118,17 @@ def read_rank_file(path: Path, ncalls: int) -> RankFile:
         if bad.any():
             bad_calls += int(bad.sum())
             recs = recs[~bad]
-        found.append((int(bh["thread"]), int(bh["seq"]), recs))
-        ticks += [int(bh["tick0"]), int(bh["tick_last"])]
-        ns += [int(bh["ns0"]), int(bh["ns_last"])]
+        key = (int(bh["thread"]), int(bh["seq"]))
+        if key not in found or recs.size > found[key][0].size:
+            found[key] = (recs, (int(bh["tick0"]), int(bh["tick_last"])), (int(bh["ns0"]), int(bh["ns_last"])))
     if damaged:
         warnings.append(f"rank {rank}: {damaged} damaged block(s) skipped")
     if bad_calls:
         warnings.append(f"rank {rank}: {bad_calls} record(s) with unknown call ids skipped")
-    found.sort(key=lambda x: (x[0], x[1]))
-    return RankFile(rank=rank, header=hdr, blocks=[r for _, _, r in found], block_thread=[t for t, _, _ in found],
-                    block_ticks=np.array(ticks, np.uint64), block_ns=np.array(ns, np.uint64),
+    keys = sorted(found)
+    return RankFile(rank=rank, header=hdr, blocks=[found[k][0] for k in keys], block_thread=[k[0] for k in keys],
+                    block_ticks=np.array([t for k in keys for t in found[k][1]], np.uint64),
+                    block_ns=np.array([n for k in keys for n in found[k][2]], np.uint64),
                     comms=read_comm_defs(path.with_suffix(".comms"), rank, warnings),
                     state=int(hdr["state"]), warnings=warnings)
 

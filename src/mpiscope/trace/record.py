@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 FILE_MAGIC = 0x4543415254435353
 BLOCK_MAGIC = 0x4B4C4253
 COMMDEF_MAGIC = 0x46454443
@@ -19,8 +19,10 @@ BLOCK_HEADER_BYTES = 64
 REC_BYTES = 48
 RECS_PER_BLOCK = (BLOCK_BYTES - BLOCK_HEADER_BYTES) // REC_BYTES
 # (header bytes, block bytes) of each format version the reader takes; the
-# records and headers are alike in both, only where the blocks sit differs.
-GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES)}
+# records and headers are alike in all, only where the blocks sit differs.
+# From version 3 on a block may be in the file twice (the recorder's ring
+# slot and its copy): readers keep the one with more records.
+GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES), 3: (HEADER_BYTES, BLOCK_BYTES)}
 
 
 def layout(version: int) -> tuple[int, int, int]:

@@ -1,9 +1,11 @@
 /* Per-thread record blocks mapped from the rank's trace file.
  *
- * Each thread owns one mapped 2 MiB block at a time. Space is reserved with
- * posix_fallocate before the block is mapped, so a full disk is seen here, as
- * an error we can report, and never later as SIGBUS on a store into the map.
- * The only lock is taken when a block is allocated (once per ~43,700 events).
+ * Each thread records into its ring of mapped 2 MiB blocks (slots), one at a
+ * time; full blocks go to the writer (writer.c), which copies them further on
+ * in the file and hands the slot back zeroed. Space is reserved with
+ * posix_fallocate before a block is used, so a full disk is seen here, as an
+ * error we can report, and never later as SIGBUS on a store into the map.
+ * Locks are taken only when a block fills (once per ~43,700 events).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -134,39 +136,82 @@ static void populate(void *b)
     (void)madvise(b, MSC_BLOCK_BYTES, MADV_POPULATE_WRITE);
 }
 
-/* Map the next block for thread t; returns its first free record. */
+/* Reserve disk for one more block of the rank file: its offset in *off, or
+ * an errno (ENOSPC: the disk is full). Space is reserved before anything is
+ * stored, so a full disk is seen here and never as SIGBUS in the map. */
+int msc_block_reserve(off_t *off)
+{
+    pthread_mutex_lock(&block_lock);
+    uint32_t idx = msc_hdr->nblocks;
+    *off = (off_t)MSC_HEADER_BYTES + (off_t)idx * MSC_BLOCK_BYTES;
+    int err = posix_fallocate(msc_trace_fd, *off, MSC_BLOCK_BYTES);
+    if (!err) msc_hdr->nblocks = idx + 1;
+    pthread_mutex_unlock(&block_lock);
+    return err;
+}
+
+/* A new ring slot: a block of the file, primed and mapped. */
+static int slot_map(struct msc_slot *s)
+{
+    off_t off;
+    int err = msc_block_reserve(&off);
+    if (!err) err = prime_page_cache(off);
+    if (err) return err;
+    void *b = mmap(NULL, MSC_BLOCK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, msc_trace_fd, off);
+    if (b == MAP_FAILED) return errno;
+    populate(b);
+    s->off = (int64_t)off;
+    s->map = b;
+    return 0;
+}
+
+static void disk_full(int err)
+{
+    if (__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) {
+        msc_stop(MSC_STATE_DISK_FULL, 0);
+        msc_warn("recording stopped, the program runs on; cannot extend the trace file", "", err);
+    }
+}
+
+/* Map every slot of the calling thread's ring now (at the start of
+ * recording), so that the thread that runs the program takes no block
+ * allocation while it does. */
+void msc_ring_prepare(void)
+{
+    struct msc_thread *t = msc_tls;
+    if (!t || t == &overflow_thread) return;
+    for (unsigned i = 0; i < MSC_RING_SLOTS; i++) {
+        int err = t->ring[i].map ? 0 : slot_map(&t->ring[i]);
+        if (err) {
+            disk_full(err);
+            return;
+        }
+    }
+}
+
+/* Move thread t on to its next block; returns its first free record. */
 struct msc_rec *msc_next_block(struct msc_thread *t)
 {
     if (t == &overflow_thread || !__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) return NULL;
     uint64_t t0 = msc_ticks();
-    pthread_mutex_lock(&block_lock);
-    uint32_t idx = msc_hdr->nblocks;
-    off_t off = (off_t)MSC_HEADER_BYTES + (off_t)idx * MSC_BLOCK_BYTES;
-    int err = posix_fallocate(msc_trace_fd, off, MSC_BLOCK_BYTES);
-    if (!err) err = prime_page_cache(off);
-    void *b = MAP_FAILED;
-    if (!err) {
-        b = mmap(NULL, MSC_BLOCK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, msc_trace_fd, off);
-        if (b == MAP_FAILED) err = errno;
-        else populate(b);
-    }
-    if (err) {
-        pthread_mutex_unlock(&block_lock);
-        if (__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) {
-            msc_stop(MSC_STATE_DISK_FULL, 0);
-            msc_warn("recording stopped, the program runs on; cannot extend the trace file", "", err);
+    /* The block before the current one is complete: a call's record may
+     * still be open in the current block (a sub-record reserved while the
+     * call's own record is open has just filled it), never in the one
+     * before. */
+    if (t->seq >= 2) msc_writer_hand_over(t, (t->seq - 2) % MSC_RING_SLOTS);
+    struct msc_slot *s = &t->ring[t->seq % MSC_RING_SLOTS];
+    if (s->map) {
+        if (msc_writer_wait_free(s) != 0) return NULL; /* the writer stopped the recording */
+    } else {
+        int err = slot_map(s);
+        if (err) {
+            disk_full(err);
+            return NULL;
         }
-        return NULL;
     }
-    msc_hdr->nblocks = idx + 1;
-    pthread_mutex_unlock(&block_lock);
-    t->block_off = (int64_t)off;
-    /* The previous block stays mapped until the next switch: a call's record
-     * may still be open in it while a sub-record goes into the new one. */
-    if (t->prev_block) munmap(t->prev_block, MSC_BLOCK_BYTES);
-    t->prev_block = t->block;
+    __atomic_store_n(&s->state, MSC_SLOT_LIVE, __ATOMIC_RELAXED);
 
-    struct msc_block_header *h = b;
+    struct msc_block_header *h = s->map;
     h->magic = MSC_BLOCK_MAGIC;
     h->version = MSC_FORMAT_VERSION;
     h->thread = t->index;
@@ -176,7 +221,7 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     h->tick_last = h->tick0;
     h->ns_last = h->ns0;
     t->until_pair = MSC_PAIR_EVERY;
-    struct msc_rec *recs = (struct msc_rec *)((char *)b + MSC_BLOCK_HEADER_BYTES);
+    struct msc_rec *recs = (struct msc_rec *)((char *)s->map + MSC_BLOCK_HEADER_BYTES);
     /* The block switch itself is an event: tool time the user should see. */
     recs[0].t_enter = t0;
     recs[0].t_leave = msc_ticks();
@@ -184,26 +229,32 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     recs[0].tag = MSC_TAG_NONE;
     recs[0].comm = MSC_COMM_UNKNOWN;
     msc_commit(&recs[0], MSC_SUB_BLOCK);
-    t->block = b;
+    t->block = s->map;
     t->next = recs + 2;
     t->end = recs + MSC_RECS_PER_BLOCK;
     return recs + 1;
 }
 
-/* After a clean end, give back the disk and page cache that no record used:
- * the rest of each thread's last block (up to 2 MiB a thread, zeros). The
- * hole reads as zeros, where a reader stops anyway. Where the filesystem
- * cannot punch holes, the zeros stay. */
+/* After a clean end, give back the disk and page cache that no record uses:
+ * the ring slots whose blocks the writer copied out (zeroed), and the rest of
+ * each thread's current block. Holes read as zeros, where a reader stops
+ * anyway; where the filesystem cannot punch holes, the zeros stay. */
 void msc_release_unused(void)
 {
+    msc_writer_finish();
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (unsigned i = 0; i < nthreads; i++) {
         const struct msc_thread *t = &threads[i];
-        if (!t->block) continue;
-        uintptr_t used = ((uintptr_t)t->next - (uintptr_t)t->block + page - 1) & ~(page - 1);
-        if (used >= MSC_BLOCK_BYTES) continue;
-        (void)fallocate(msc_trace_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                        (off_t)(t->block_off + (int64_t)used), (off_t)(MSC_BLOCK_BYTES - used));
+        for (unsigned k = 0; k < MSC_RING_SLOTS; k++) {
+            const struct msc_slot *s = &t->ring[k];
+            uintptr_t used = 0;
+            if (!s->map || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == MSC_SLOT_QUEUED) continue;
+            if (s->map == t->block) used = ((uintptr_t)t->next - (uintptr_t)t->block + page - 1) & ~(page - 1);
+            else if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == MSC_SLOT_LIVE) continue;
+            if (used >= MSC_BLOCK_BYTES) continue;
+            (void)fallocate(msc_trace_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                            (off_t)(s->off + (int64_t)used), (off_t)(MSC_BLOCK_BYTES - used));
+        }
     }
 }
 

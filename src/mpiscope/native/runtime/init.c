@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,16 @@ static void copy_maps(void)
     if (out >= 0) close(out);
 }
 
+/* A child forked by a rank (a shell command, a Python subprocess) shares the
+ * rank file's mappings but not the writer thread: it records nothing, and
+ * does not mark the file as ended when it exits. */
+static void forked_child(void)
+{
+    __atomic_store_n(&msc_recording, 0, __ATOMIC_RELAXED);
+    msc_tracking = 0;
+    msc_hdr = NULL;
+}
+
 static void at_exit(void)
 {
     if (msc_hdr && __atomic_load_n(&msc_hdr->state, __ATOMIC_ACQUIRE) == MSC_STATE_RUNNING)
@@ -69,6 +80,7 @@ static int open_trace(int rank, int size)
         return -1;
     }
     msc_hdr = h;
+    msc_writer_open(path);
     msc_comms_fd = open_raw("comms", O_WRONLY | O_CREAT | O_EXCL | O_APPEND, path, sizeof path);
     struct msc_file_header *f = msc_hdr;
     f->magic = MSC_FILE_MAGIC;
@@ -131,10 +143,12 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
     while (msc_hdr->ns_cal - msc_hdr->ns_init < 2000000);
     msc_signals_install();
     atexit(at_exit);
+    pthread_atfork(NULL, NULL, forked_child);
     msc_tracking = 1;
     const char *paused = getenv("MPISCOPE_START_PAUSED");
     __atomic_store_n(&msc_recording, !(paused && *paused == '1'), __ATOMIC_RELEASE);
     msc_record_init(call, t0, site);
+    msc_ring_prepare();
 }
 
 /* The record of a call that starts MPI (MPI_Init*, MPI_Session_init), which

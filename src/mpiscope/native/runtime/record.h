@@ -13,6 +13,12 @@
  * after SIGKILL). A record is valid once its `call` field is non-zero:
  * that field is stored last, so a reader stops at the first zero.
  *
+ * Each thread records into a ring of blocks of the file that it reuses; a
+ * full block is copied to a block of its own further on before its place is
+ * zeroed for reuse (buffer.c, writer.c). A block (thread, seq) can therefore
+ * be in the file twice, the copy and the original not yet zeroed; readers
+ * keep the one with more records.
+ *
  * src/mpiscope/trace/record.py mirrors these layouts; a test compiles a probe
  * printing sizeof/offsetof and compares. Bump MSC_FORMAT_VERSION on change.
  */
@@ -22,7 +28,9 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#define MSC_FORMAT_VERSION 2u /* 1: 1 MiB blocks right after the header page */
+/* 1: 1 MiB blocks right after the header page; 2: a block is in the file
+ * once; 3: a block may be in the file twice (see below) */
+#define MSC_FORMAT_VERSION 3u
 #define MSC_FILE_MAGIC 0x4543415254435353ull /* "SSCTRACE" little-endian */
 #define MSC_BLOCK_MAGIC 0x4b4c4253u          /* "SBLK" */
 #define MSC_COMMDEF_MAGIC 0x46454443u        /* "CDEF" */

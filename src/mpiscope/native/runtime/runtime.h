@@ -41,18 +41,32 @@
 enum { MSC_REQ_SEND = 1, MSC_REQ_RECV, MSC_REQ_COLL, MSC_REQ_RMA, MSC_REQ_PSEND, MSC_REQ_PRECV,
        MSC_REQ_OTHER, MSC_REQ_PCOLL, MSC_REQ_SENDRECV };
 
+/* Each thread writes into a ring of MSC_RING_SLOTS blocks of the rank file,
+ * mapped once and reused: a full block goes to the writer thread (writer.c),
+ * which copies it to a block of its own further on in the file and zeroes
+ * its slot for reuse. Reusing the same pages keeps the recorder off the
+ * kernel's page allocator: a fresh 2 MiB block costs 0.3 ms to zero and map
+ * here, and 4-5 ms where the VM's host has to back new memory. */
+#define MSC_RING_SLOTS 4
+enum { MSC_SLOT_FREE = 0, MSC_SLOT_LIVE, MSC_SLOT_QUEUED };
+
+struct msc_slot {
+    void *map;             /* mapped block, NULL before its first use */
+    int64_t off;           /* its file offset */
+    int state;             /* MSC_SLOT_*, atomic: the writer frees queued slots */
+};
+
 struct msc_thread {
     struct msc_rec *next;  /* next free record in the current block */
     struct msc_rec *end;   /* one past the last record of the block */
-    void *block;           /* mapped block, NULL before the first event */
-    void *prev_block;      /* the block before it, still mapped */
-    int64_t block_off;     /* file offset of the current block */
+    void *block;           /* the current block, NULL before the first event */
     uint32_t seq;          /* blocks this thread has used */
     uint16_t index;        /* thread index within the rank */
     int busy;              /* a record is open: nested MPI calls are not recorded */
     uint32_t until_pair;   /* events left before the next calibration pair */
     void *scratch[2];      /* per-thread scratch (mmap, grows): [0] completions, */
     size_t scratch_bytes[2]; /* [1] Fortran argument conversions */
+    struct msc_slot ring[MSC_RING_SLOTS]; /* block seq s lives in ring[s % MSC_RING_SLOTS] */
 };
 
 struct msc_span {           /* what sub-records copy from their call */
@@ -93,6 +107,7 @@ extern struct msc_file_header *msc_hdr;
 
 struct msc_thread *msc_thread_attach(void);
 struct msc_rec *msc_next_block(struct msc_thread *t);
+void msc_ring_prepare(void);
 uint64_t msc_now_ns(void);
 void *msc_scratch(int which, size_t bytes);
 void msc_stop(int state, int sig);
@@ -111,6 +126,13 @@ uint16_t msc_intercomm_created(MPI_Comm local, int local_leader, MPI_Comm peer_c
 uint16_t msc_win_created(uint16_t comm, int32_t seq, MPI_Win win);
 uint16_t msc_comm_register_unknown(MPI_Comm comm);
 uint16_t msc_win_register_unknown(MPI_Win win);
+
+/* the writer of full blocks (writer.c) */
+void msc_writer_open(const char *path);
+void msc_writer_hand_over(struct msc_thread *t, unsigned slot);
+int msc_writer_wait_free(struct msc_slot *s);
+void msc_writer_finish(void);
+int msc_block_reserve(off_t *off);
 
 /* requests (request.c) */
 uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm);
