@@ -21,7 +21,8 @@
 int msc_tracking;
 int msc_concurrent;
 int msc_recording;
-_Thread_local struct msc_thread *msc_tls MSC_TLS_MODEL;
+struct msc_thread msc_unattached;
+_Thread_local struct msc_thread *msc_tls MSC_TLS_MODEL = &msc_unattached;
 struct msc_file_header *msc_hdr;
 int msc_trace_fd = -1;
 
@@ -179,7 +180,7 @@ static void disk_full(int err)
 void msc_ring_prepare(void)
 {
     struct msc_thread *t = msc_tls;
-    if (!t || t == &overflow_thread) return;
+    if (t == &msc_unattached || t == &overflow_thread) return;
     for (unsigned i = 0; i < MSC_RING_SLOTS; i++) {
         int err = t->ring[i].map ? 0 : slot_map(&t->ring[i]);
         if (err) {
@@ -190,9 +191,8 @@ void msc_ring_prepare(void)
 }
 
 /* Move thread t on to its next block; returns its first free record. */
-struct msc_rec *msc_next_block(struct msc_thread *t)
+static struct msc_rec *next_block(struct msc_thread *t)
 {
-    if (t == &overflow_thread || !__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) return NULL;
     uint64_t t0 = msc_ticks();
     /* The block before the current one is complete: a call's record may
      * still be open in the current block (a sub-record reserved while the
@@ -220,7 +220,6 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     msc_clock_pair(&h->tick0, &h->ns0);
     h->tick_last = h->tick0;
     h->ns_last = h->ns0;
-    t->until_pair = MSC_PAIR_EVERY;
     struct msc_rec *recs = (struct msc_rec *)((char *)s->map + MSC_BLOCK_HEADER_BYTES);
     /* The block switch itself is an event: tool time the user should see. */
     recs[0].t_enter = t0;
@@ -231,8 +230,36 @@ struct msc_rec *msc_next_block(struct msc_thread *t)
     msc_commit(&recs[0], MSC_SUB_BLOCK);
     t->block = s->map;
     t->next = recs + 2;
-    t->end = recs + MSC_RECS_PER_BLOCK;
+    t->block_end = recs + MSC_RECS_PER_BLOCK;
+    t->end = recs + MSC_PAIR_EVERY;
     return recs + 1;
+}
+
+/* A fresh calibration pair in the block header every MSC_PAIR_EVERY events,
+ * so that even a killed rank leaves a long calibration span. */
+static void refresh_pair(struct msc_thread *t)
+{
+    struct msc_block_header *h = t->block;
+    uint64_t tick, ns;
+    msc_clock_pair(&tick, &ns);
+    h->ns_last = ns;
+    h->tick_last = tick;
+}
+
+/* The hot path reached t->end: the thread's first record, a calibration
+ * point or the end of its block. */
+struct msc_rec *msc_next_record(struct msc_thread *t)
+{
+    if (t == &msc_unattached) {
+        t = msc_thread_attach();
+        if (!t) return NULL;
+        if (t->next != t->end) return t->next++; /* a slot of an exited thread, mid-block */
+    }
+    if (t == &overflow_thread || !__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) return NULL;
+    if (t->next == t->block_end) return next_block(t);
+    refresh_pair(t);
+    t->end = t->block_end - t->next > MSC_PAIR_EVERY ? t->next + MSC_PAIR_EVERY : t->block_end;
+    return t->next++;
 }
 
 /* After a clean end, give back the disk and page cache that no record uses:
@@ -258,20 +285,10 @@ void msc_release_unused(void)
     }
 }
 
-void msc_refresh_pair(struct msc_thread *t)
-{
-    struct msc_block_header *h = t->block;
-    uint64_t tick, ns;
-    msc_clock_pair(&tick, &ns);
-    h->ns_last = ns;
-    h->tick_last = tick;
-    t->until_pair = MSC_PAIR_EVERY;
-}
-
 void *msc_scratch(int which, size_t bytes)
 {
     struct msc_thread *t = msc_tls;
-    if (!t && !(t = msc_thread_attach())) return NULL;
+    if (t == &msc_unattached && !(t = msc_thread_attach())) return NULL;
     if (t == &overflow_thread) return NULL;
     if (t->scratch_bytes[which] < bytes) {
         size_t want = bytes < 65536 ? 65536 : (bytes + 65535) & ~(size_t)65535;

@@ -58,12 +58,13 @@ struct msc_slot {
 
 struct msc_thread {
     struct msc_rec *next;  /* next free record in the current block */
-    struct msc_rec *end;   /* one past the last record of the block */
-    void *block;           /* the current block, NULL before the first event */
-    uint32_t seq;          /* blocks this thread has used */
-    uint16_t index;        /* thread index within the rank */
+    struct msc_rec *end;   /* where the hot path stops: the block's end, or the
+                            * next calibration pair, whichever comes first */
     int busy;              /* a record is open: nested MPI calls are not recorded */
-    uint32_t until_pair;   /* events left before the next calibration pair */
+    uint16_t index;        /* thread index within the rank */
+    uint32_t seq;          /* blocks this thread has used */
+    void *block;           /* the current block, NULL before the first event */
+    struct msc_rec *block_end; /* one past the last record of the block */
     void *scratch[2];      /* per-thread scratch (mmap, grows): [0] completions, */
     size_t scratch_bytes[2]; /* [1] Fortran argument conversions */
     struct msc_slot ring[MSC_RING_SLOTS]; /* block seq s lives in ring[s % MSC_RING_SLOTS] */
@@ -102,11 +103,14 @@ extern int msc_recording;  /* events are being written: tracking, not paused, no
 extern int msc_use_tsc;
 extern int msc_world_rank_self;
 extern struct msc_comm msc_comms[65536];
+/* The calling thread's recorder state; a thread that has not recorded yet
+ * points to msc_unattached, whose empty block sends it to msc_next_record. */
 extern _Thread_local struct msc_thread *msc_tls MSC_TLS_MODEL;
+extern struct msc_thread msc_unattached;
 extern struct msc_file_header *msc_hdr;
 
 struct msc_thread *msc_thread_attach(void);
-struct msc_rec *msc_next_block(struct msc_thread *t);
+struct msc_rec *msc_next_record(struct msc_thread *t);
 void msc_ring_prepare(void);
 uint64_t msc_now_ns(void);
 void *msc_scratch(int which, size_t bytes);
@@ -193,13 +197,14 @@ MSC_HOT uint64_t msc_ticks(void)
     return msc_now_ns();
 }
 
-void msc_refresh_pair(struct msc_thread *t);
-
+/* A record of the calling thread's current block (t: msc_tls), NULL when
+ * none can be had. The hot path is a compare and a store; the rest
+ * (attaching a thread, calibration pairs, block switches) is in
+ * msc_next_record. */
 MSC_HOT struct msc_rec *msc_reserve(struct msc_thread *t)
 {
     struct msc_rec *r = t->next;
-    if (MSC_UNLIKELY(r == t->end)) return msc_next_block(t);
-    if (MSC_UNLIKELY(--t->until_pair == 0)) msc_refresh_pair(t);
+    if (MSC_UNLIKELY(r == t->end)) return msc_next_record(t);
     t->next = r + 1;
     return r;
 }
@@ -220,26 +225,28 @@ MSC_HOT void msc_commit(struct msc_rec *r, uint16_t call)
     __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
 }
 
+/* Open the record of a call (NULL: not recording, or a nested call). Every
+ * record is reserved in a zeroed block (a new slot of the file, or one the
+ * writer zeroed): t_leave, bytes and req need no store. */
 MSC_HOT struct msc_rec *msc_enter(uint16_t call, void *site)
 {
     if (MSC_UNLIKELY(!__atomic_load_n(&msc_recording, __ATOMIC_RELAXED))) return NULL;
     struct msc_thread *t = msc_tls;
-    if (MSC_UNLIKELY(!t)) {
-        t = msc_thread_attach();
-        if (!t) return NULL;
-    }
     if (t->busy) return NULL;
-    struct msc_rec *r = msc_reserve(t);
-    if (MSC_UNLIKELY(!r)) return NULL;
+    struct msc_rec *r = t->next;
+    if (MSC_LIKELY(r != t->end)) {
+        t->next = r + 1;
+    } else {
+        r = msc_next_record(t);
+        if (!r) return NULL;
+        t = msc_tls; /* attached just now */
+    }
     t->busy = 1;
     msc_prefetch_next(t);
-    r->bytes = 0;
     r->callsite = (uint64_t)(uintptr_t)site;
-    r->req = 0;
     r->peer = MSC_PEER_NONE;
     r->tag = MSC_TAG_NONE;
     r->comm = MSC_COMM_UNKNOWN;
-    r->t_leave = 0;
     r->t_enter = msc_ticks();
     /* Committed at entry: a rank that dies inside this call still shows
      * where it was (t_leave == 0: the call never returned). */
@@ -428,6 +435,12 @@ MSC_HOT uint64_t msc_status_bytes(const MPI_Status *st)
 /* The actual envelope of a received (or probed) message, from its status. */
 MSC_HOT void msc_status_envelope(struct msc_rec *r, uint16_t c, const MPI_Status *st)
 {
+    if (MSC_LIKELY(c == 0 && st->MPI_SOURCE >= 0)) { /* MPI_COMM_WORLD: ranks are world ranks */
+        r->peer = st->MPI_SOURCE;
+        r->tag = st->MPI_TAG;
+        r->bytes = msc_status_bytes(st);
+        return;
+    }
     r->peer = msc_world_rank(c, st->MPI_SOURCE);
     r->tag = st->MPI_SOURCE == MPI_PROC_NULL ? MSC_TAG_NONE : st->MPI_TAG;
     r->bytes = st->MPI_SOURCE == MPI_PROC_NULL ? 0 : msc_status_bytes(st);
