@@ -176,18 +176,14 @@ static void disk_full(int err)
 
 /* Map every slot of the calling thread's ring now (at the start of
  * recording), so that the thread that runs the program takes no block
- * allocation while it does. */
+ * allocation while it does. Where the disk has no room for them yet, the
+ * slots are mapped when first needed, and a full disk is reported then. */
 void msc_ring_prepare(void)
 {
     struct msc_thread *t = msc_tls;
     if (t == &msc_unattached || t == &overflow_thread) return;
-    for (unsigned i = 0; i < MSC_RING_SLOTS; i++) {
-        int err = t->ring[i].map ? 0 : slot_map(&t->ring[i]);
-        if (err) {
-            disk_full(err);
-            return;
-        }
-    }
+    for (unsigned i = 0; i < MSC_RING_SLOTS; i++)
+        if (!t->ring[i].map && slot_map(&t->ring[i]) != 0) return;
 }
 
 /* Move thread t on to its next block; returns its first free record. */
