@@ -149,6 +149,7 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
     __atomic_store_n(&msc_recording, !(paused && *paused == '1'), __ATOMIC_RELEASE);
     msc_record_init(call, t0, site);
     msc_ring_prepare();
+    msc_writer_start();
 }
 
 /* The record of a call that starts MPI (MPI_Init*, MPI_Session_init), which

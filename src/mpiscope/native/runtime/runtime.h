@@ -133,6 +133,7 @@ uint16_t msc_win_register_unknown(MPI_Win win);
 
 /* the writer of full blocks (writer.c) */
 void msc_writer_open(const char *path);
+void msc_writer_start(void);
 void msc_writer_hand_over(struct msc_thread *t, unsigned slot);
 int msc_writer_wait_free(struct msc_slot *s);
 void msc_writer_finish(void);

@@ -2,8 +2,8 @@
  * to blocks of their own further on in the rank file, then zeroes the slots
  * for reuse.
  *
- * It runs in a thread of its own, started when the first block fills, so
- * that no MPI call waits for it. The copy goes through O_DIRECT where the
+ * It runs in a thread of its own, started with the recording, so that no
+ * MPI call waits for it. The copy goes through O_DIRECT where the
  * filesystem has it: the device reads the slot's pages, and neither the
  * kernel nor this thread copies or zeroes fresh page cache (2 MiB: ~35 us
  * of CPU here, against ~300 us for a buffered write). Zeroing the slot takes
@@ -101,6 +101,7 @@ static void process(struct msc_slot *s)
 static void *run(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "mpiscope-writer"); /* as top and gdb show it */
     pthread_mutex_lock(&lock);
     for (;;) {
         while (head == tail && !finishing) pthread_cond_wait(&queued, &lock);
@@ -126,16 +127,24 @@ static int start(void)
     return err;
 }
 
+/* Start the writer with the recording, so that no MPI call pays for
+ * creating it (and faulting in its stack). */
+void msc_writer_start(void)
+{
+    pthread_mutex_lock(&lock);
+    if (!started) started = start() == 0 ? 1 : -1;
+    pthread_mutex_unlock(&lock);
+}
+
 /* Thread t's block in ring[slot] is full: queue it for the writer (once: a
  * switch that failed is tried again). Without a writer thread (none could be
- * started) the caller copies it itself. */
+ * started, or it finished) the caller copies it itself. */
 void msc_writer_hand_over(struct msc_thread *t, unsigned slot)
 {
     struct msc_slot *s = &t->ring[slot];
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != MSC_SLOT_LIVE) return;
     pthread_mutex_lock(&lock);
-    if (!started) started = start() == 0 ? 1 : -1;
-    if (started < 0) {
+    if (started <= 0) {
         pthread_mutex_unlock(&lock);
         process(s);
         return;
