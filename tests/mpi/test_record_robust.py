@@ -79,8 +79,8 @@ def test_long_run_reuses_its_ring_of_blocks(run_traced):
         assert by_call(mine, "MPI_Send").height == by_call(mine, "MPI_Recv").height == iters
     assert t.messages().collect().height == 2 * iters
     assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    blocks = -(-(ev.height // 2) // R.RECS_PER_BLOCK)
     for f in sorted((t.path / "raw").glob("*.msc")):
-        blocks = -(-(ev.height // 2) // R.RECS_PER_BLOCK)
         assert f.stat().st_blocks * 512 <= (blocks + 1) * R.BLOCK_BYTES, f
 
 

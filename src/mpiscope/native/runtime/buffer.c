@@ -110,13 +110,17 @@ static char zero_block[MSC_BLOCK_BYTES];
  * us, half a fault. */
 static int prime_page_cache(off_t off)
 {
+    return msc_write_block(msc_trace_fd, zero_block, off);
+}
+
+/* Write a whole block at file offset off: 0 or an errno. */
+int msc_write_block(int fd, const void *block, off_t off)
+{
     size_t done = 0;
     while (done < MSC_BLOCK_BYTES) {
-        ssize_t n = pwrite(msc_trace_fd, zero_block + done, MSC_BLOCK_BYTES - done, off + (off_t)done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
+        ssize_t n = pwrite(fd, (const char *)block + done, MSC_BLOCK_BYTES - done, off + (off_t)done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? errno : EIO;
         done += (size_t)n;
     }
     return 0;
@@ -166,11 +170,13 @@ static int slot_map(struct msc_slot *s)
     return 0;
 }
 
-static void disk_full(int err)
+/* The trace file cannot take more (full disk, I/O error): recording stops
+ * with one line on stderr, the program runs on. */
+void msc_disk_full(const char *what, int err)
 {
     if (__atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) {
         msc_stop(MSC_STATE_DISK_FULL, 0);
-        msc_warn("recording stopped, the program runs on; cannot extend the trace file", "", err);
+        msc_warn(what, "", err);
     }
 }
 
@@ -201,7 +207,7 @@ static struct msc_rec *next_block(struct msc_thread *t)
     } else {
         int err = slot_map(s);
         if (err) {
-            disk_full(err);
+            msc_disk_full("recording stopped, the program runs on; cannot extend the trace file", err);
             return NULL;
         }
     }

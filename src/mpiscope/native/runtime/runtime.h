@@ -138,6 +138,8 @@ void msc_writer_hand_over(struct msc_thread *t, unsigned slot);
 int msc_writer_wait_free(struct msc_slot *s);
 void msc_writer_finish(void);
 int msc_block_reserve(off_t *off);
+int msc_write_block(int fd, const void *block, off_t off);
+void msc_disk_full(const char *what, int err);
 
 /* requests (request.c) */
 uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm);
@@ -228,7 +230,9 @@ MSC_HOT void msc_commit(struct msc_rec *r, uint16_t call)
 
 /* Open the record of a call (NULL: not recording, or a nested call). Every
  * record is reserved in a zeroed block (a new slot of the file, or one the
- * writer zeroed): t_leave, bytes and req need no store. */
+ * writer zeroed): t_leave, bytes and req need no store. The reservation is
+ * msc_reserve's, spelled out so that only its slow path reloads msc_tls
+ * (which attaching a thread changes). */
 MSC_HOT struct msc_rec *msc_enter(uint16_t call, void *site)
 {
     if (MSC_UNLIKELY(!__atomic_load_n(&msc_recording, __ATOMIC_RELAXED))) return NULL;

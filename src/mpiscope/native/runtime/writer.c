@@ -5,9 +5,9 @@
  * It runs in a thread of its own, started with the recording, so that no
  * MPI call waits for it. The copy goes through O_DIRECT where the
  * filesystem has it: the device reads the slot's pages, and neither the
- * kernel nor this thread copies or zeroes fresh page cache (2 MiB: ~35 us
- * of CPU here, against ~300 us for a buffered write). Zeroing the slot takes
- * another ~60 us.
+ * kernel nor this thread copies or zeroes fresh page cache (2 MiB: 35-40 us
+ * of CPU on an idle VM, 70-110 us beside two busy ranks, against 0.3-5 ms
+ * for a fresh buffered block). Zeroing the slot takes another 30-120 us.
  *
  * Every recorded block is always whole in its slot, in its copy, or in both:
  * a slot is zeroed only after its copy was written, and reused only after
@@ -45,18 +45,6 @@ void msc_writer_open(const char *path)
     direct_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
 }
 
-static int write_block(int fd, const void *block, off_t off)
-{
-    size_t done = 0;
-    while (done < MSC_BLOCK_BYTES) {
-        ssize_t n = pwrite(fd, (const char *)block + done, MSC_BLOCK_BYTES - done, off + (off_t)done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n < 0 ? errno : EIO;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /* Copy a full slot to a new block of the file; 0 or an errno. */
 static int copy_out(const struct msc_slot *s)
 {
@@ -64,13 +52,13 @@ static int copy_out(const struct msc_slot *s)
     int err = msc_block_reserve(&off);
     if (err) return err;
     if (direct_fd >= 0) {
-        err = write_block(direct_fd, s->map, off);
+        err = msc_write_block(direct_fd, s->map, off);
         if (err != EINVAL) return err;
         /* O_DIRECT refused after all (alignment, filesystem): buffered from now on. */
         close(direct_fd);
         direct_fd = -1;
     }
-    return write_block(msc_trace_fd, s->map, off);
+    return msc_write_block(msc_trace_fd, s->map, off);
 }
 
 /* Zero a copied slot, records first: a rank killed meanwhile leaves a block
@@ -92,10 +80,7 @@ static void process(struct msc_slot *s)
     else failed = 1;
     pthread_cond_broadcast(&freed);
     pthread_mutex_unlock(&lock);
-    if (err && __atomic_load_n(&msc_recording, __ATOMIC_RELAXED)) {
-        msc_stop(MSC_STATE_DISK_FULL, 0);
-        msc_warn("recording stopped, the program runs on; cannot write the trace file", "", err);
-    }
+    if (err) msc_disk_full("recording stopped, the program runs on; cannot write the trace file", err);
 }
 
 static void *run(void *arg)
