@@ -26,6 +26,8 @@ VERBS = {
     "roofline": "roofline",
     "sim": "sim",
     "bench": "bench",
+    "rebalance": "rebalance",
+    "diagnose": "diagnose",
 }
 
 
