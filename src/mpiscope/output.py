@@ -93,7 +93,7 @@ def table(title: str, columns: list[str], rows: list[list[Any]], justify_right_f
 
 def text(message: str) -> None:
     if not _quiet:
-        console.print(message, highlight=False)
+        console.print(message, highlight=False, soft_wrap=True)  # a line piped to a log stays one line
 
 
 def preformatted(block: str) -> None:

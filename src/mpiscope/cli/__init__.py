@@ -28,6 +28,9 @@ VERBS = {
     "bench": "bench",
     "rebalance": "rebalance",
     "diagnose": "diagnose",
+    "export": "export",
+    "report": "report",
+    "view": "view",
 }
 
 
