@@ -10,9 +10,9 @@ Add --big-events 50000000 for the same on a 50-million-call trace: the 10-millio
 repeated five times one after the other (tables written directly: merging 75 M records would
 need ~15 GiB of memory).
 
-Browser figures (first paint, redraw time) come from bench/report_browser.py when present:
-its `measure(report_html: Path, view_url: str) -> dict` runs while the view server is up and
-its keys (e.g. redraw_ms_p95, first_paint_ms) join the JSON.
+  page:   the report file and the view's page in Debian's chromium (bench/page_timing.py):
+          first paint, and the redraw times of pans and zooms at every level (target: the 95th
+          percentile <= 50 ms); --no-browser leaves them out.
 
     python bench/report_scale.py [--ranks 64] [--events 10000000] [--zooms 200] [--keep DIR] [--json FILE]
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import importlib.util
 import json
 import os
 import platform
@@ -238,15 +237,24 @@ def bench_view(trace: Path, zooms: int, browser: Any, html: Path) -> dict[str, A
     }
 
 
-def browser_hook() -> Any:
-    path = HERE / "report_browser.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("report_browser", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+class Browser:
+    """The page's own timings in chromium: the report file, then the view's page."""
+
+    def measure(self, html: Path, url: str) -> dict[str, Any]:
+        from page_timing import measure_page  # bench/ is sys.path[0] when run as a script
+
+        out: dict[str, Any] = {}
+        for prefix, target in (("", html), ("view_", url)):
+            if prefix == "" and not Path(target).is_file():
+                continue
+            m = measure_page(target)
+            for k in ("first_paint_ms", "redraw_ms_p50", "redraw_ms_p95", "redraw_ms_max", "redraws"):
+                out[prefix + k] = m[k]
+            print(f"  page ({'report' if not prefix else 'view'}): first paint {m['first_paint_ms']:.0f} ms, "
+                  f"{m['redraws']} redraws at {len(m['levels'])} zoom levels: median {m['redraw_ms_p50']:.1f} ms, "
+                  f"p95 {m['redraw_ms_p95']:.1f} ms (target <= 50: ratio {m['redraw_ms_p95'] / 50:.2f}), "
+                  f"max {m['redraw_ms_max']:.1f} ms", flush=True)
+        return out
 
 
 def run_one(
@@ -298,21 +306,22 @@ def main() -> int:
     ap.add_argument("--zooms", type=int, default=200)
     ap.add_argument("--keep", type=Path, help="generate the traces here and keep them (reused when present)")
     ap.add_argument("--json", help="write the figures as JSON")
+    ap.add_argument("--no-browser", action="store_true", help="leave out the page's timings in chromium")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="mpiscope-report-bench-"))
     work = Path(tempfile.mkdtemp(prefix="mpiscope-report-pages-"))
-    browser = browser_hook()
+    browser = None if args.no_browser else Browser()
     try:
         result: dict[str, Any] = {
             "schema": "mpiscope.bench.report/1",
             "machine": platform.node(),
             "cpus": os.cpu_count(),
-            "browser_hook": bool(browser),
+            "browser": bool(browser),
         }
         result.update(run_one(root, work, args.ranks, args.events, args.zooms, browser))
         if args.big_events:
             times = max(1, round(args.big_events / args.events))
-            result["big"] = run_one(root, work, args.ranks, args.events, args.zooms, None, times)
+            result["big"] = run_one(root, work, args.ranks, args.events, args.zooms, browser, times)
         output.emit_json(result, args.json)
     finally:
         shutil.rmtree(work, ignore_errors=True)

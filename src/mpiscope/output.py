@@ -20,6 +20,11 @@ from mpiscope.errors import UsageError
 
 console = Console()
 err_console = Console(stderr=True)
+for _c in (console, err_console):
+    # Off a terminal rich assumes 80 columns, which folds the call-site columns of the tables
+    # into unreadable stubs in a log; take the width a wide terminal would give (COLUMNS wins).
+    if not _c.is_terminal and "COLUMNS" not in os.environ:
+        _c.width = 150
 _quiet = False
 
 

@@ -24,6 +24,11 @@ COMM_BOUND_SHARE = 0.25
 # The late rank's extra computation before its late call explains a wait when it is
 # at least this share of the mean wait; below, the text says the rank was held up earlier.
 DELAY_EXPLAINS = 0.1
+# Below this imbalance (100·(max − mean)/max over the run) the spread of computation is within
+# what scheduling noise gives a balanced program on a shared node: no finding.
+IMBALANCE_MIN_PCT = 5.0
+HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out work in larger pieces or from "
+                   "the workers to each other, so that no single rank handles most messages")
 
 LABEL = {"late_sender": "late sender", "late_sender_wrong_order": "late sender, wrong order",
          "late_receiver": "late receiver", "wait_at_barrier": "wait at barrier", "wait_at_nxn": "wait at N×N",
@@ -92,8 +97,9 @@ def _cause_text(r: dict[str, Any]) -> str:
             f"(see the critical path)")
 
 
-def wait_findings(waits: pl.DataFrame, trace: str, ranks: int) -> list[Finding]:
-    """One finding per waiting call site and cause: who waited, where, for whom, and why."""
+def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[int] = frozenset()) -> list[Finding]:
+    """One finding per waiting call site and cause: who waited, where, for whom, and why. Waits for
+    a hot spot (a master serving the others) are cured by spreading its work, not by rebalancing."""
     keys = ["pattern", "call", "callsite", "cause_rank", "cause_call", "cause_callsite"]
     groups = (waits.group_by(keys).agg(pl.col("wait_ns").sum(), pl.len().alias("instances"),
                                        pl.col("rank").unique().sort().alias("ranks"), pl.col("delay_ns").mean(),
@@ -113,7 +119,12 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int) -> list[Finding]:
                     "cause_rank": r["cause_rank"], "cause_call": r["cause_call"],
                     "cause_callsite": r["cause_callsite"], "cause_from_callsite": r["cause_from_callsite"],
                     "delay_seconds_per_instance": r["delay_ns"] / 1e9}
-        out.append(Finding(p, text, seconds, r["ranks"], _suggestion(p, trace, ranks), evidence))
+        if r["cause_rank"] in hot:
+            text += f"; rank {r['cause_rank']} is a hot spot that the others wait for"
+            advice = HOT_SPOT_ADVICE
+        else:
+            advice = _suggestion(p, trace, ranks)
+        out.append(Finding(p, text, seconds, r["ranks"], advice, evidence))
     return out
 
 
@@ -122,7 +133,7 @@ def imbalance_finding(imb: Imbalance, trace: str) -> Finding | None:
         return None
     tot = imb.totals()
     lost = tot["lost_seconds"]
-    if lost <= 0:
+    if lost <= 0 or tot["imbalance_pct"] < IMBALANCE_MIN_PCT:
         return None
     worst = max(imb.phases, key=lambda p: p.lost_ns)
     crit, n = tot["critical_rank"], len(imb.phases)
@@ -152,9 +163,7 @@ def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int]) -> list[F
         waited = caused_ns.get(rank, 0) / 1e9
         if waited > 0:
             text += f"; other ranks waited {fmt_s(waited)} for it"
-        out.append(Finding("hot_spot", text, waited, [rank],
-                           "distribute the master's work: several masters, or hand out work in larger pieces "
-                           "or from the workers to each other, so that no single rank handles most messages",
+        out.append(Finding("hot_spot", text, waited, [rank], HOT_SPOT_ADVICE,
                            {"measures": [h.to_json() for h in mine]}))
     return out
 
@@ -180,7 +189,7 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     wait_ns = dict(zip(per_rank["rank"].to_list(), per_rank["wait_ns"].to_list()))
     caused = waits.group_by("cause_rank").agg(pl.col("wait_ns").sum())
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
-    found = wait_findings(waits, trace, ranks)
+    found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots))
     for extra in (imbalance_finding(imb, trace) if imb else None, comm_bound_finding(times, wait_ns, trace)):
         if extra:
             found.append(extra)

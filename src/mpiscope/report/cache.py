@@ -95,7 +95,8 @@ def _index(trace: Trace, dest: Path, tile_max: int, rows: int) -> tuple[dict[str
     k_ev, _ = timeline.event_level(*extent, span, tile_max)
     # no bins below the event level: from there on every window has its single events
     deepest = tiles.deepest_bin_level(ranks, span, tiles.median_call_ns(narrow), k_ev)
-    cached = store.write_bins(tiles.bin_levels(bin_input(narrow, messages, ranks, span), deepest), dest)
+    inp = bin_input(narrow, messages, ranks, span)
+    cached = store.write_bins(tiles.bin_levels(inp, deepest, tiles.CACHE_ZLIB_LEVEL), dest)
     t.done(f"bin levels 0-{cached}")
     on_demand = cached + 1 < k_ev and timeline.tile_counts(*extent, cached + 1, span).max() <= ON_DEMAND_MAX
     data = payload.build(trace, summarize(trace), v, narrow.lazy(), t0, span, "view", ranks, False)

@@ -24,9 +24,11 @@ from mpiscope.report.source import Columns
 LEVEL_BINS_MAX = 2**22
 # The cached pyramid of `view` and the report's stop here: 2^24 rank-bins.
 PYRAMID_BINS_MAX = 2**24
-BIN_ZLIB_LEVEL = (
-    6  # bin tiles are mostly zeros and repeats: level 6 gives 0.37-0.61 of level 1's size (bench trace)
-)
+# Bin tiles are mostly zeros and repeats: in a report (size-bound) zlib's level 6 gives 0.37-0.61 of
+# level 1's size (bench trace); the view's cache (time-bound, on local disk) takes level 1, which
+# deflated the bench trace's level-6 tiles in 0.41 of level 6's CPU time.
+BIN_ZLIB_LEVEL = 6
+CACHE_ZLIB_LEVEL = 1
 
 
 def bin_key(k: int, i: int) -> str:
@@ -55,11 +57,13 @@ def median_call_ns(events: pl.DataFrame | pl.LazyFrame) -> float:
     return float(got) if got is not None else 0.0
 
 
-def _encode_level(lv: Level, ranks: int, span_ns: float, first_tile: int = 0) -> list[tuple[str, bytes]]:
+def _encode_level(
+    lv: Level, ranks: int, span_ns: float, first_tile: int = 0, zlib_level: int = BIN_ZLIB_LEVEL
+) -> list[tuple[str, bytes]]:
     def one(j: int) -> tuple[str, bytes]:
         i = first_tile + j
         return bin_key(lv.k, i), frame.encode(
-            {"bins": density.tile_table(lv, j)}, density.tile_attrs(lv.k, i, span_ns, ranks), BIN_ZLIB_LEVEL
+            {"bins": density.tile_table(lv, j)}, density.tile_attrs(lv.k, i, span_ns, ranks), zlib_level
         )
 
     # zlib releases the GIL: deflate the tiles of a level on every core
@@ -67,7 +71,9 @@ def _encode_level(lv: Level, ranks: int, span_ns: float, first_tile: int = 0) ->
         return list(pool.map(one, range(lv.fam_ns.shape[-1] // BINS)))
 
 
-def bin_levels(inp: BinInput, deepest: int) -> Iterator[list[tuple[str, bytes]]]:
+def bin_levels(
+    inp: BinInput, deepest: int, zlib_level: int = BIN_ZLIB_LEVEL
+) -> Iterator[list[tuple[str, bytes]]]:
     """The encoded tiles of levels 0, 1, ..., deepest, one whole level at a time (a caller
     may stop after any level)."""
     top = min(deepest, max(0, int(math.log2(max(1, LEVEL_BINS_MAX // (max(inp.ranks, 1) * BINS))))))
@@ -75,7 +81,7 @@ def bin_levels(inp: BinInput, deepest: int) -> Iterator[list[tuple[str, bytes]]]
     while levels[-1].k > 0:
         levels.append(levels[-1].coarser())
     for lv in reversed(levels):
-        yield _encode_level(lv, inp.ranks, inp.span_ns)
+        yield _encode_level(lv, inp.ranks, inp.span_ns, 0, zlib_level)
     del levels
     for k in range(top + 1, deepest + 1):
         per_window = 2**top  # tiles of level k per window: one in-memory level's worth of bins
@@ -83,7 +89,7 @@ def bin_levels(inp: BinInput, deepest: int) -> Iterator[list[tuple[str, bytes]]]
         for first in range(0, 2**k, per_window):
             w = inp.span_ns / 2**k
             lv = density.compute_level(inp, k, first * w, (first + per_window) * w)
-            tiles.extend(_encode_level(lv, inp.ranks, inp.span_ns, first))
+            tiles.extend(_encode_level(lv, inp.ranks, inp.span_ns, first, zlib_level))
         yield tiles
 
 
