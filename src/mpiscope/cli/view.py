@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import webbrowser
 from pathlib import Path
@@ -29,7 +30,15 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-browser", action="store_true", help="only print the URL")
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
+    # Ctrl-C, and a kill (a job script, a service manager) stop it the same clean way, even where
+    # the shell started it in the background with SIGINT ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop)
     trace = open_merged(args.trace_dir)
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a port; give 1-65535, or leave it out for a free one")
