@@ -123,11 +123,7 @@ def _write_part(
                 # closed before the archive is rewritten empty by the archive's close)
                 writer = w.event_writer_from_location(locations[rank, int(thread)])
                 h = int(ctypes.cast(writer.handle, ctypes.c_void_p).value or 0)
-                # Python lists of a chunk at a time: a list of ints costs ~36 bytes per value
-                for chunk in rows.iter_slices(S.CHUNK):
-                    write_location(
-                        fast, h, [chunk[c].to_list() for c in ("t", "kind", "x", "a", "b", "c", "d", "e")]
-                    )
+                write_location(fast, h, rows)
                 written[rank, int(thread)] = written.get((rank, int(thread)), 0) + rows.height
             if progress:
                 progress(int(recs.filter(pl.col("kind") == S.ENTER).height))

@@ -1,6 +1,9 @@
 """OTF2 events: the records of streams.py as OTF2 events, written through the bundled
-library's C event writer (OTF2_EvtWriter_*), bound once with ctypes: the package's
-per-event objects cost ~10x more, too much for 10^7 events."""
+library's C event writer (OTF2_EvtWriter_*): the package's per-event objects cost ~10x more
+than a ctypes call, and a ctypes call per record (~3 us) still made most of the export of
+10^7 events. So a location's records go as columns to the mpiscope_export kernel
+(native/kernels/export/otf2_events.c), which calls the library's writers, found here with
+ctypes, in a C loop; only the rare one-sided records come back to Python (_write_rare)."""
 
 from __future__ import annotations
 
@@ -9,12 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 import _otf2
+import numpy as np
 import polars as pl
 from otf2.enums import CollectiveOp, LockType, RmaAtomicType, RmaSyncLevel
 
 from mpiscope.errors import UsageError
 from mpiscope.export import streams as S
 from mpiscope.export.regions import collective_op
+from mpiscope.mpi.find import load_kernel
 
 UNDEF32 = 0xFFFFFFFF
 
@@ -55,6 +60,40 @@ class EventWriters:
             f = getattr(lib, f"OTF2_EvtWriter_{name}")
             f.argtypes, f.restype = [vp, vp, u64, *args], ctypes.c_int
             self.fn[name] = f
+        self.kernel = load_kernel("mpiscope_export").mse_otf2_write
+        self.kernel.argtypes = [vp, ctypes.POINTER(_Writers), ctypes.POINTER(_Records), ctypes.c_int64, vp]
+        self.kernel.restype = ctypes.c_int64
+        self.writers = _Writers(
+            *(ctypes.cast(getattr(lib, f"OTF2_EvtWriter_{n}"), vp) for n in _KERNEL_KINDS)
+        )
+
+
+# The writers the kernel calls, by record kind (streams.ENTER = 0 ... streams.NBC_DONE = 11).
+_KERNEL_KINDS = [
+    "Enter",
+    "Leave",
+    "MpiSend",
+    "MpiIsend",
+    "MpiIsendComplete",
+    "MpiRecv",
+    "MpiIrecvRequest",
+    "MpiIrecv",
+    "MpiCollectiveBegin",
+    "MpiCollectiveEnd",
+    "NonBlockingCollectiveRequest",
+    "NonBlockingCollectiveComplete",
+]
+
+
+class _Writers(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_void_p) for n in _KERNEL_KINDS]
+
+
+_COLUMNS = ("t", "kind", "x", "a", "b", "c", "d", "e")
+
+
+class _Records(ctypes.Structure):
+    _fields_ = [*((c, ctypes.c_void_p) for c in _COLUMNS), ("n", ctypes.c_int64)]
 
 
 _PEER_KINDS = [S.SEND, S.ISEND, S.RECV, S.IRECV]
@@ -140,53 +179,41 @@ def translate(
         .otherwise(pl.col("a"))
         .alias("a"),
         pl.when(peer).then(ref("b", comm_refs)).when(root).then(rank).otherwise(pl.col("b")).alias("b"),
-        "c",
-        "d",
+        *collective_bytes(k),
         "e",
     )
 
 
-def write_location(ev: EventWriters, h: int, cols: list[list[int]]) -> None:
-    """One location's records, in order: the hot loop, one C call per record. Kinds are
-    literals here (streams.ENTER == 0, ...): a module attribute per comparison costs more."""
-    f = ev.fn
-    Enter, Leave, Send, Isend, IsendDone = (
-        f["Enter"],
-        f["Leave"],
-        f["MpiSend"],
-        f["MpiIsend"],
-        f["MpiIsendComplete"],
-    )
-    Recv, IrecvReq, Irecv = f["MpiRecv"], f["MpiIrecvRequest"], f["MpiIrecv"]
-    CollBegin, CollEnd = f["MpiCollectiveBegin"], f["MpiCollectiveEnd"]
-    for t, k, x, a, b, c, d, e in zip(*cols):
-        if k == 0:
-            rc = Enter(h, None, t, x)
-        elif k == 1:
-            rc = Leave(h, None, t, x)
-        elif k == 3:
-            rc = Isend(h, None, t, a, b, c & 0xFFFFFFFF, d, e)
-        elif k == 7:
-            rc = Irecv(h, None, t, a, b, c & 0xFFFFFFFF, d, e)
-        elif k == 4:
-            rc = IsendDone(h, None, t, a)
-        elif k == 6:
-            rc = IrecvReq(h, None, t, a)
-        elif k == 2:
-            rc = Send(h, None, t, a, b, c & 0xFFFFFFFF, d)
-        elif k == 5:
-            rc = Recv(h, None, t, a, b, c & 0xFFFFFFFF, d)
-        elif k == 8:
-            rc = CollBegin(h, None, t)
-        elif k == 9:
-            rc = CollEnd(h, None, t, x, a, b, max(0, c), max(0, d))
-        else:
-            rc = _write_rare(ev, h, t, k, x, a, b, c, d, e)
-        if rc:
-            raise UsageError(
-                f"the OTF2 library refused an event at {t} ns (error {rc}); "
-                f"report this trace to the mpiscope developers"
-            )
+def collective_bytes(k: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Columns c and d. For MpiCollectiveEnd and NonBlockingCollectiveComplete they are the
+    bytes the call sent and received (streams._collective_records: `bytes`, `recv_bytes`),
+    the one place that sets what OTF2 gets; an unknown (null, -1) count is 0."""
+    coll = k.is_in(_ROOT_KINDS)
+    sent = pl.when(coll).then(pl.col("c").clip(lower_bound=0)).otherwise(pl.col("c"))
+    received = pl.when(coll).then(pl.col("d").clip(lower_bound=0)).otherwise(pl.col("d"))
+    return sent.alias("c"), received.alias("d")
+
+
+def write_location(ev: EventWriters, h: int, recs: pl.DataFrame) -> None:
+    """One location's records (translate()'s columns), in order: the kernel writes them and
+    stops at each rare (one-sided) record, which Python writes."""
+    cols = [
+        np.ascontiguousarray(recs[c].to_numpy(), dtype=np.uint8 if c == "kind" else np.int64)
+        for c in _COLUMNS
+    ]
+    table = _Records(*(a.ctypes.data for a in cols), recs.height)
+    err = ctypes.c_int(0)
+    i = 0
+    while i < recs.height:
+        i = int(ev.kernel(h, ctypes.byref(ev.writers), ctypes.byref(table), i, ctypes.byref(err)))
+        if i < recs.height:
+            rc = err.value or _write_rare(ev, h, *(int(v[i]) for v in cols))
+            if rc:
+                raise UsageError(
+                    f"the OTF2 library refused an event at {int(cols[0][i])} ns (error {rc}); "
+                    f"report this trace to the mpiscope developers"
+                )
+            i += 1
 
 
 def _write_rare(
