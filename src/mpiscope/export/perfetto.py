@@ -17,10 +17,13 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import (
     CounterDescriptor,
@@ -30,6 +33,7 @@ from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import (
 )
 
 from mpiscope.export import ExportResult, Progress, staged_output
+from mpiscope.export import protowire as W
 from mpiscope.export import streams as S
 from mpiscope.export.pool import run_groups
 from mpiscope.trace import Trace as MTrace
@@ -71,6 +75,12 @@ class _Out:
         p = self.trace.packet.add()
         p.timestamp, p.trusted_packet_sequence_id = ts, seq
         return p
+
+    def raw(self, data: bytes, packets: int) -> None:
+        """Packets encoded elsewhere (protowire), after those made so far."""
+        self.flush()
+        self.f.write(data)
+        self.count += packets
 
     def flush(self) -> None:
         if len(self.trace.packet):
@@ -144,42 +154,83 @@ class _Interned:
         return table
 
 
+def _track_event(
+    typ: int,
+    track: W.Field,
+    name: W.Field | None = None,
+    annotations: Sequence[W.Field] = (),
+    flows: Sequence[W.Field] = (),
+) -> W.Field:
+    """A TrackEvent in field-number order: debug annotations (4), type (9), name_iid (10),
+    track_uuid (11), flow_ids (47), terminating_flow_ids (48)."""
+    typ_field = W.const(W.key(9, 0) + W.varint_bytes(typ))
+    return W.message(W.key(11, 2), [*annotations, typ_field, *([name] if name else []), track, *flows])
+
+
+def _packet(ts: W.Field, seq: int, event: W.Field, flags: int | None = None) -> W.Field:
+    """A TracePacket with a track event: timestamp (8), sequence id (10), event (11), flags (13)."""
+    fields = [ts, W.const(W.key(10, 0) + W.varint_bytes(seq)), event]
+    if flags is not None:
+        fields.append(W.const(W.key(13, 0) + W.varint_bytes(flags)))
+    return W.message(W.key(1, 2), fields)
+
+
+_DEBUG_ANNOTATION = W.key(4, 2)
+
+
+def _items(lists: pl.Series) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(row, value) of every item of a list column (null lists have none)."""
+    counts = lists.list.len().fill_null(0).to_numpy()
+    rows = np.repeat(np.arange(len(lists), dtype=np.int64), counts)
+    return rows, lists.explode().drop_nulls().to_numpy().astype(np.int64)
+
+
 def _slices(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned) -> int:
-    """A BEGIN/END pair per call on its thread's track; returns the flows started. The hot
-    loop: packets are added to the batch here rather than through _Out.packet."""
-    cols = [
-        ev[c].to_list() for c in ("thread", "call", "t_enter_ns", "t_leave_ns", "callsite", "fo", "fi", *ARGS)
-    ]
-    tracks = {t: uuid(2, rank, t) for t in ev["thread"].unique().to_list()}
-    arg_iids = [names.args[a] for a in ARGS]
-    calls, sites, site_iid = names.calls, names.sites, names.args["callsite"]
-    flows = 0
-    add = out.trace.packet.add
-    n = len(out.trace.packet)
-    for thread, call, te, tl, site, fo, fi, *args in zip(*cols):
-        if n >= BATCH:
-            out.flush()
-            add, n = out.trace.packet.add, 0
-        track = tracks[thread]
-        p = add(timestamp=te, trusted_packet_sequence_id=seq, sequence_flags=NEEDS)
-        e = p.track_event
-        e.type, e.track_uuid, e.name_iid = BEGIN, track, calls[call]
-        da = e.debug_annotations
-        for iid, value in zip(arg_iids, args):
-            if value is not None:
-                da.add(name_iid=iid, int_value=value)
-        if site:
-            da.add(name_iid=site_iid, string_value_iid=sites[site])
-        if fo:
-            e.flow_ids.extend(fo)
-            flows += len(fo)
-        if fi:
-            e.terminating_flow_ids.extend(fi)
-        p = add(timestamp=tl, trusted_packet_sequence_id=seq)
-        e = p.track_event
-        e.type, e.track_uuid = END, track
-        n += 2
-    return flows
+    """A BEGIN/END pair per call on its thread's track, encoded a chunk of calls at a time;
+    returns the flows started."""
+    n = ev.height
+    track = W.varint(W.key(11, 0), (((rank << 20) | ev["thread"].to_numpy().astype(np.int64)) << 3) | 2)
+    name = W.varint(W.key(10, 0), ev["call"].replace_strict(names.calls, return_dtype=pl.Int64).to_numpy())
+    annotations = []
+    for arg in ARGS:
+        col = ev[arg]
+        annotations.append(
+            W.message(
+                _DEBUG_ANNOTATION,
+                [
+                    W.const(W.key(1, 0) + W.varint_bytes(names.args[arg])),
+                    W.varint(W.key(4, 0), col.fill_null(0).cast(pl.Int64).to_numpy()),
+                ],
+                present=col.is_not_null().to_numpy(),
+            )
+        )
+    site = ev["callsite"].cast(pl.Utf8)
+    has_site = (site.is_not_null() & (site != "")).to_numpy()
+    site_iid = site.replace_strict(names.sites, default=0, return_dtype=pl.Int64).fill_null(0).to_numpy()
+    annotations.append(
+        W.message(
+            _DEBUG_ANNOTATION,
+            [
+                W.const(W.key(1, 0) + W.varint_bytes(names.args["callsite"])),
+                W.varint(W.key(17, 0), site_iid),
+            ],
+            present=has_site,
+        )
+    )
+    fo_rows, fo = _items(ev["fo"])
+    fi_rows, fi = _items(ev["fi"])
+    flows = [W.fixed64s(W.key(47, 1), fo_rows, fo), W.fixed64s(W.key(48, 1), fi_rows, fi)]
+    begin = _packet(
+        W.varint(W.key(8, 0), ev["t_enter_ns"].cast(pl.Int64).to_numpy()),
+        seq,
+        _track_event(BEGIN, track, name, annotations, flows),
+        NEEDS,
+    )
+    end = _packet(
+        W.varint(W.key(8, 0), ev["t_leave_ns"].cast(pl.Int64).to_numpy()), seq, _track_event(END, track)
+    )
+    out.raw(W.encode([begin, end], n), 2 * n)
+    return int(fo.size)
 
 
 @dataclass
@@ -190,29 +241,42 @@ class _Lanes:
     count: int = 0
 
 
-def _async(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned, lanes: _Lanes) -> None:
-    """Nonblocking operations from start to completion, each on the first lane free at its start."""
-    ops = ev.filter(pl.col("t_complete_ns").is_not_null() & (pl.col("t_complete_ns") > pl.col("t_leave_ns")))
-    busy, calls = lanes.busy, names.calls
-    add, n = out.trace.packet.add, len(out.trace.packet)
-    for call, start, end in zip(*(ops[c].to_list() for c in ("call", "t_enter_ns", "t_complete_ns"))):
-        if n >= BATCH:
-            out.flush()
-            add, n = out.trace.packet.add, 0
+def _assign_lanes(
+    rank: int, starts: list[int], ends: list[int], lanes: _Lanes
+) -> tuple[list[int], list[int]]:
+    """Each operation's lane: the one that has been free longest, if free at its start, else a
+    new one. Returns the lanes, and the operations that opened a new lane."""
+    busy, out, new = lanes.busy, [], []
+    for i, (start, end) in enumerate(zip(starts, ends)):
         if busy and busy[0][0] < start:
             lane = heapq.heappop(busy)[1]
         else:
             lane = uuid(3, rank, lanes.count)
             lanes.count += 1
-            d = add(timestamp=0, trusted_packet_sequence_id=seq).track_descriptor
-            d.uuid, d.parent_uuid, d.name = lane, uuid(1, rank), "nonblocking"
-            n += 1
+            new.append(i)
         heapq.heappush(busy, (end, lane))
-        e = add(timestamp=start, trusted_packet_sequence_id=seq, sequence_flags=NEEDS).track_event
-        e.type, e.track_uuid, e.name_iid = BEGIN, lane, calls[call]
-        e = add(timestamp=end, trusted_packet_sequence_id=seq).track_event
-        e.type, e.track_uuid = END, lane
-        n += 2
+        out.append(lane)
+    return out, new
+
+
+def _async(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned, lanes: _Lanes) -> None:
+    """Nonblocking operations from start to completion, each on the first lane free at its
+    start; a lane's descriptor comes just before its first slice."""
+    ops = ev.filter(pl.col("t_complete_ns").is_not_null() & (pl.col("t_complete_ns") > pl.col("t_leave_ns")))
+    start, end = ops["t_enter_ns"].cast(pl.Int64), ops["t_complete_ns"].cast(pl.Int64)
+    lane, new = _assign_lanes(rank, start.to_list(), end.to_list(), lanes)
+    descriptors = []
+    for i in new:
+        p = TracePacket(timestamp=0, trusted_packet_sequence_id=seq)
+        d = p.track_descriptor
+        d.uuid, d.parent_uuid, d.name = lane[i], uuid(1, rank), "nonblocking"
+        descriptors.append(W.key(1, 2) + W.varint_bytes(p.ByteSize()) + p.SerializeToString())
+    track = W.varint(W.key(11, 0), np.array(lane, dtype=np.uint64))
+    name = W.varint(W.key(10, 0), ops["call"].replace_strict(names.calls, return_dtype=pl.Int64).to_numpy())
+    begin = _packet(W.varint(W.key(8, 0), start.to_numpy()), seq, _track_event(BEGIN, track, name), NEEDS)
+    end_packet = _packet(W.varint(W.key(8, 0), end.to_numpy()), seq, _track_event(END, track))
+    rows = np.array(new, dtype=np.int64)
+    out.raw(W.encode([W.blobs(rows, descriptors), begin, end_packet], ops.height), 2 * ops.height + len(new))
 
 
 def _counters(
