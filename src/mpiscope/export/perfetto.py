@@ -235,26 +235,26 @@ def _slices(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned) 
 
 @dataclass
 class _Lanes:
-    """A rank's "nonblocking" tracks: (end, uuid) of the lanes in use, and how many exist."""
+    """A rank's "nonblocking" tracks: the lanes in use as end << 32 | lane number (one int
+    compares and heaps faster than a tuple), and how many lanes exist."""
 
-    busy: list[tuple[int, int]] = field(default_factory=list)
+    busy: list[int] = field(default_factory=list)
     count: int = 0
 
 
-def _assign_lanes(
-    rank: int, starts: list[int], ends: list[int], lanes: _Lanes
-) -> tuple[list[int], list[int]]:
-    """Each operation's lane: the one that has been free longest, if free at its start, else a
-    new one. Returns the lanes, and the operations that opened a new lane."""
+def _assign_lanes(starts: list[int], ends: list[int], lanes: _Lanes) -> tuple[list[int], list[int]]:
+    """Each operation's lane number: the lane that has been free longest, if free at its start,
+    else a new one. Returns the lane numbers, and the operations that opened a new lane."""
     busy, out, new = lanes.busy, [], []
     for i, (start, end) in enumerate(zip(starts, ends)):
-        if busy and busy[0][0] < start:
-            lane = heapq.heappop(busy)[1]
+        if busy and busy[0] < start << 32:  # that lane's end < start
+            lane = busy[0] & 0xFFFFFFFF
+            heapq.heapreplace(busy, end << 32 | lane)
         else:
-            lane = uuid(3, rank, lanes.count)
+            lane = lanes.count
             lanes.count += 1
             new.append(i)
-        heapq.heappush(busy, (end, lane))
+            heapq.heappush(busy, end << 32 | lane)
         out.append(lane)
     return out, new
 
@@ -264,14 +264,15 @@ def _async(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned, l
     start; a lane's descriptor comes just before its first slice."""
     ops = ev.filter(pl.col("t_complete_ns").is_not_null() & (pl.col("t_complete_ns") > pl.col("t_leave_ns")))
     start, end = ops["t_enter_ns"].cast(pl.Int64), ops["t_complete_ns"].cast(pl.Int64)
-    lane, new = _assign_lanes(rank, start.to_list(), end.to_list(), lanes)
+    numbers, new = _assign_lanes(start.to_list(), end.to_list(), lanes)
+    lane = ((rank << 20 | np.array(numbers, dtype=np.int64)) << 3) | 3  # uuid(3, rank, number)
     descriptors = []
     for i in new:
         p = TracePacket(timestamp=0, trusted_packet_sequence_id=seq)
         d = p.track_descriptor
-        d.uuid, d.parent_uuid, d.name = lane[i], uuid(1, rank), "nonblocking"
+        d.uuid, d.parent_uuid, d.name = int(lane[i]), uuid(1, rank), "nonblocking"
         descriptors.append(W.key(1, 2) + W.varint_bytes(p.ByteSize()) + p.SerializeToString())
-    track = W.varint(W.key(11, 0), np.array(lane, dtype=np.uint64))
+    track = W.varint(W.key(11, 0), lane)
     name = W.varint(W.key(10, 0), ops["call"].replace_strict(names.calls, return_dtype=pl.Int64).to_numpy())
     begin = _packet(W.varint(W.key(8, 0), start.to_numpy()), seq, _track_event(BEGIN, track, name), NEEDS)
     end_packet = _packet(W.varint(W.key(8, 0), end.to_numpy()), seq, _track_event(END, track))

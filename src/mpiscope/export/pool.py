@@ -11,14 +11,30 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from mpiscope.export import Progress
 
 R = TypeVar("R")
 INLINE_EVENTS = 200_000  # below this many events a trace is exported in this process
+
+
+@contextmanager
+def _one_polars_thread() -> Iterator[None]:
+    """Workers spawned inside run Polars on one thread each (unless the user chose a number):
+    the workers already fill the cores, and a thread pool per worker only adds switching
+    (~10 % more CPU measured on 2 cores)."""
+    if "POLARS_MAX_THREADS" in os.environ:
+        yield
+        return
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        del os.environ["POLARS_MAX_THREADS"]
 
 
 def usable_cpus() -> int:
@@ -59,7 +75,8 @@ def run_groups(
     out: dict[int, R] = {}
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
     try:
-        futures = {pool.submit(fn, *common, g, i): i for i, g in enumerate(groups)}
+        with _one_polars_thread():  # the workers are spawned by the submits
+            futures = {pool.submit(fn, *common, g, i): i for i, g in enumerate(groups)}
         for f in as_completed(futures):
             i = futures[f]
             out[i] = f.result()

@@ -42,7 +42,13 @@ def varint_bytes(value: int) -> bytes:
 
 
 def varint_size(v: U64) -> Int:
-    """Bytes of each value's varint."""
+    """Bytes of each value's varint. Often all values need as many (timestamps of a chunk,
+    small ids): then two reductions tell, instead of a search per value."""
+    if v.size == 0:
+        return np.zeros(0, np.int64)
+    lo, hi = np.searchsorted(_VARINT_LIMITS, [v.min(), v.max()], side="right")
+    if lo == hi:
+        return np.full(v.shape, int(lo) + 1, np.int64)
     return np.searchsorted(_VARINT_LIMITS, v, side="right").astype(np.int64) + 1
 
 
@@ -128,13 +134,19 @@ def _sizes(f: Field, n: int, mask: Mask | None) -> Int:
 
 
 def _put_bytes(out: npt.NDArray[np.uint8], at: Int, data: bytes) -> None:
-    if data and at.size:
-        out[at[:, None] + np.arange(len(data))] = np.frombuffer(data, np.uint8)
+    for j, b in enumerate(data):  # keys and short constants: a scatter per byte
+        out[at + j] = b
 
 
 def _put_varints(out: npt.NDArray[np.uint8], at: Int, v: U64, sizes: Int) -> None:
     """Each v[i] as a varint of sizes[i] bytes at at[i]: byte k holds bits 7k..7k+6, with the
     high bit set when more bytes follow."""
+    if at.size and sizes.min() == sizes.max():  # all as long: no masks
+        n = int(sizes[0])
+        for k in range(n):
+            byte = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+            out[at + k] = byte | 0x80 if k + 1 < n else byte
+        return
     k = 0
     while at.size:
         more = sizes > k + 1

@@ -159,7 +159,8 @@ def completion_hosts(ev: pl.LazyFrame, side: pl.LazyFrame, event: str, done_t: s
 
 def _p2p_records(ev: pl.LazyFrame, sends: pl.LazyFrame, recvs: pl.LazyFrame) -> list[pl.LazyFrame]:
     out: list[pl.LazyFrame] = []
-    s = completion_hosts(ev, sends, "send_event", "t_send_leave_ns")
+    # each side's joins run once (collected), not once per kind of record made from it
+    s = completion_hosts(ev, sends, "send_event", "t_send_leave_ns").collect().lazy()
     req = _req(pl.col("msg"), 1)
     env = (pl.col("dst"), pl.col("comm"), pl.col("tag"), pl.col("bytes"))
     out.append(_rec(s.filter("_blocking"), SEND, "send_event", "t_send_enter_ns", *env, code=False))
@@ -175,7 +176,7 @@ def _p2p_records(ev: pl.LazyFrame, sends: pl.LazyFrame, recvs: pl.LazyFrame) -> 
             code=False,
         )
     )
-    r = completion_hosts(ev, recvs, "recv_event", "t_recv_leave_ns")
+    r = completion_hosts(ev, recvs, "recv_event", "t_recv_leave_ns").collect().lazy()
     req = _req(pl.col("msg"), 2)
     env = (pl.col("src"), pl.col("comm"), pl.col("tag"), pl.col("recv_bytes"))
     out.append(_rec(r.filter("_blocking"), RECV, "recv_event", "t_recv_leave_ns", *env, code=False))
@@ -196,7 +197,7 @@ def _p2p_records(ev: pl.LazyFrame, sends: pl.LazyFrame, recvs: pl.LazyFrame) -> 
 
 
 def _collective_records(trace: Trace, ev: pl.LazyFrame) -> list[pl.LazyFrame]:
-    coll = with_recv_bytes(trace, ev.filter(pl.col("coll_id").is_not_null()))
+    coll = with_recv_bytes(trace, ev.filter(pl.col("coll_id").is_not_null())).collect().lazy()
     args = (pl.col("comm"), pl.col("root"), pl.col("bytes"), pl.col("recv_bytes"))
     nonblocking = pl.col("completed_by").is_not_null() & pl.col("t_complete_ns").is_not_null()
     blk, nb = coll.filter(~nonblocking), coll.filter(nonblocking)
