@@ -201,11 +201,12 @@ def _slices(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned) 
                     W.const(W.key(1, 0) + W.varint_bytes(names.args[arg])),
                     W.varint(W.key(4, 0), col.fill_null(0).cast(pl.Int64).to_numpy()),
                 ],
-                present=col.is_not_null().to_numpy(),
+                present=col.is_not_null().to_numpy() if col.null_count() else None,
             )
         )
     site = ev["callsite"].cast(pl.Utf8)
-    has_site = (site.is_not_null() & (site != "")).to_numpy()
+    sited = (site.is_not_null() & (site != "")).to_numpy()
+    has_site = None if sited.all() else sited
     site_iid = site.replace_strict(names.sites, default=0, return_dtype=pl.Int64).fill_null(0).to_numpy()
     annotations.append(
         W.message(

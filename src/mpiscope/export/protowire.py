@@ -76,6 +76,7 @@ class Field:
     _mask: Mask | None = field(default=None, repr=False)
     _size: Int | None = field(default=None, repr=False)
     _aux: Int | None = field(default=None, repr=False)
+    _lensize: Int | None = field(default=None, repr=False)
 
 
 def varint(k: bytes, values: npt.ArrayLike, present: Mask | None = None) -> Field:
@@ -119,8 +120,8 @@ def _sizes(f: Field, n: int, mask: Mask | None) -> Int:
         inner = np.zeros(n, np.int64)
         for c in f.children:
             inner += _sizes(c, n, m)
-        f._aux = inner
-        size = len(f.key) + varint_size(inner.view(np.uint64)) + inner
+        f._aux, f._lensize = inner, varint_size(inner.view(np.uint64))
+        size = len(f.key) + f._lensize + inner
     elif f.kind == "fixed64s":
         assert f.rows is not None
         f._aux = np.bincount(f.rows, minlength=n).astype(np.int64)
@@ -157,34 +158,32 @@ def _put_varints(out: npt.NDArray[np.uint8], at: Int, v: U64, sizes: Int) -> Non
         k += 1
 
 
-def _write(f: Field, out: npt.NDArray[np.uint8], pos: Int) -> None:
-    """Write field f of every row at the rows' cursors `pos`, and advance them."""
+def _write(f: Field, out: npt.NDArray[np.uint8], start: Int) -> None:
+    """Write field f of every row, where it starts in each row (`start`, all rows): a message's
+    children start where the ones before them end, found with whole-array additions."""
     m = f._mask
-    at = pos if m is None else pos[m]
+    at = start if m is None else start[m]
     if f.kind == "const":
         _put_bytes(out, at, f.data)
-    elif f.kind in ("varint", "message"):
-        assert f._aux is not None
+    elif f.kind == "varint":
+        assert f.values is not None and f._aux is not None
         _put_bytes(out, at, f.key)
-        value = f.values if f.kind == "varint" else f._aux.view(np.uint64)
-        assert value is not None
-        value = value if m is None else value[m]
-        size = varint_size(value) if f.kind == "message" else (f._aux if m is None else f._aux[m])
-        _put_varints(out, at + len(f.key), value, size)
-        if f.kind == "message":
-            step = len(f.key) + size
-            if m is None:
-                pos += step
-            else:
-                pos[m] += step
-            for c in f.children:
-                _write(c, out, pos)
-            return
+        _put_varints(out, at + len(f.key), *((f.values, f._aux) if m is None else (f.values[m], f._aux[m])))
+    elif f.kind == "message":
+        assert f._aux is not None and f._lensize is not None
+        inner, lensize = f._aux.view(np.uint64), f._lensize
+        _put_bytes(out, at, f.key)
+        _put_varints(out, at + len(f.key), *((inner, lensize) if m is None else (inner[m], lensize[m])))
+        child = start + len(f.key) + lensize
+        for c in f.children:
+            _write(c, out, child)
+            assert c._size is not None
+            child = child + c._size
     elif f.kind == "fixed64s":
         assert f.rows is not None and f.values is not None and f._aux is not None
         width = len(f.key) + 8
         first = np.cumsum(f._aux) - f._aux  # index of each row's first item
-        item_at = pos[f.rows] + (np.arange(f.rows.size) - first[f.rows]) * width
+        item_at = start[f.rows] + (np.arange(f.rows.size) - first[f.rows]) * width
         _put_bytes(out, item_at, f.key)
         if item_at.size:
             le = f.values.astype("<u8").view(np.uint8).reshape(-1, 8)
@@ -193,11 +192,9 @@ def _write(f: Field, out: npt.NDArray[np.uint8], pos: Int) -> None:
         assert f.rows is not None and f.items is not None
         offset: dict[int, int] = {}
         for row, item in zip(f.rows.tolist(), f.items):
-            start = int(pos[row]) + offset.get(row, 0)
-            out[start : start + len(item)] = np.frombuffer(item, np.uint8)
+            at_row = int(start[row]) + offset.get(row, 0)
+            out[at_row : at_row + len(item)] = np.frombuffer(item, np.uint8)
             offset[row] = offset.get(row, 0) + len(item)
-    assert f._size is not None
-    pos += f._size
 
 
 def encode(fields: Sequence[Field], n: int) -> bytes:
@@ -208,7 +205,9 @@ def encode(fields: Sequence[Field], n: int) -> bytes:
     for f in fields:
         sizes += _sizes(f, n, None)
     out = np.zeros(int(sizes.sum()), np.uint8)
-    pos = np.cumsum(sizes) - sizes
+    start = np.cumsum(sizes) - sizes
     for f in fields:
-        _write(f, out, pos)
+        _write(f, out, start)
+        assert f._size is not None
+        start = start + f._size
     return out.tobytes()

