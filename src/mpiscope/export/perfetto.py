@@ -167,12 +167,14 @@ def _track_event(
     return W.message(W.key(11, 2), [*annotations, typ_field, *([name] if name else []), track, *flows])
 
 
-def _packet(ts: W.Field, seq: int, event: W.Field, flags: int | None = None) -> W.Field:
+def _packet(
+    ts: W.Field, seq: int, event: W.Field, flags: int | None = None, present: W.Mask | None = None
+) -> W.Field:
     """A TracePacket with a track event: timestamp (8), sequence id (10), event (11), flags (13)."""
     fields = [ts, W.const(W.key(10, 0) + W.varint_bytes(seq)), event]
     if flags is not None:
         fields.append(W.const(W.key(13, 0) + W.varint_bytes(flags)))
-    return W.message(W.key(1, 2), fields)
+    return W.message(W.key(1, 2), fields, present=present)
 
 
 _DEBUG_ANNOTATION = W.key(4, 2)
@@ -310,15 +312,25 @@ def _counters(
             .filter(pl.col("bytes") > 0)
             .sort("bin")
         )
-        bins = dict(per_bin.iter_rows())
-        for b, value in bins.items():
-            for at, v in ((b, value), (b + 1, 0)) if b + 1 not in bins else ((b, value),):
-                p = out.packet(plan.t0 + at * plan.bin_ns, seq)
-                p.track_event.type, p.track_event.track_uuid, p.track_event.counter_value = (
-                    COUNTER,
-                    uuid(kind, rank),
-                    v,
-                )
+        out.raw(*_counter_packets(seq, uuid(kind, rank), plan, per_bin["bin"], per_bin["bytes"]))
+
+
+def _counter_packets(
+    seq: int, track: int, plan: _Plan, bins: pl.Series, values: pl.Series
+) -> tuple[bytes, int]:
+    """A counter's packets: each bin's value, then 0 in the next bin unless that one has a
+    value of its own (bins sorted, distinct); returns them encoded, and how many."""
+    if bins.is_empty():
+        return b"", 0
+    b, v = bins.to_numpy().astype(np.int64), values.to_numpy().astype(np.int64)
+    gap = np.append(b[1:] != b[:-1] + 1, True)
+    fields = []
+    for at, value, present in ((b, v, None), (b + 1, np.zeros_like(v), gap)):
+        event = [W.const(W.key(9, 0) + W.varint_bytes(COUNTER) + W.key(11, 0) + W.varint_bytes(track))]
+        event.append(W.varint(W.key(30, 0), value))
+        ts = W.varint(W.key(8, 0), plan.t0 + at * plan.bin_ns)
+        fields.append(_packet(ts, seq, W.message(W.key(11, 2), event), present=present))
+    return W.encode(fields, b.size), b.size + int(gap.sum())
 
 
 def _write_part(

@@ -22,6 +22,7 @@ import numpy.typing as npt
 Int = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 Mask = npt.NDArray[np.bool_]
+Size = Int | int  # bytes per row; an int when every row has as many (no array to make)
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
@@ -41,15 +42,20 @@ def varint_bytes(value: int) -> bytes:
             return bytes(out)
 
 
-def varint_size(v: U64) -> Int:
-    """Bytes of each value's varint. Often all values need as many (timestamps of a chunk,
-    small ids): then two reductions tell, instead of a search per value."""
+def varint_size(v: U64) -> Size:
+    """Bytes of each value's varint: one int when all need as many (timestamps of a chunk,
+    small ids), which two reductions tell, instead of a search per value."""
     if v.size == 0:
-        return np.zeros(0, np.int64)
+        return 1
     lo, hi = np.searchsorted(_VARINT_LIMITS, [v.min(), v.max()], side="right")
     if lo == hi:
-        return np.full(v.shape, int(lo) + 1, np.int64)
+        return int(lo) + 1
     return np.searchsorted(_VARINT_LIMITS, v, side="right").astype(np.int64) + 1
+
+
+def _at(size: Size, m: Mask | None) -> Size:
+    """The rows of `m` of a size per row (an int: the same in every row)."""
+    return size if m is None or isinstance(size, int) else size[m]
 
 
 def as_u64(values: npt.ArrayLike) -> U64:
@@ -74,9 +80,9 @@ class Field:
     present: Mask | None = None
     # filled by encode(): the effective mask, each row's size, and what writing needs
     _mask: Mask | None = field(default=None, repr=False)
-    _size: Int | None = field(default=None, repr=False)
-    _aux: Int | None = field(default=None, repr=False)
-    _lensize: Int | None = field(default=None, repr=False)
+    _size: Size = field(default=0, repr=False)
+    _aux: Size = field(default=0, repr=False)
+    _lensize: Size = field(default=0, repr=False)
 
 
 def varint(k: bytes, values: npt.ArrayLike, present: Mask | None = None) -> Field:
@@ -108,19 +114,23 @@ def _and(a: Mask | None, b: Mask | None) -> Mask | None:
     return a if b is None else a & b
 
 
-def _sizes(f: Field, n: int, mask: Mask | None) -> Int:
+def _sizes(f: Field, n: int, mask: Mask | None) -> Size:
     m = f._mask = _and(mask, f.present)
+    size: Size
     if f.kind == "const":
-        size = np.full(n, len(f.data), np.int64)
+        size = len(f.data)
     elif f.kind == "varint":
         assert f.values is not None
         f._aux = varint_size(f.values)
         size = len(f.key) + f._aux
     elif f.kind == "message":
-        inner = np.zeros(n, np.int64)
+        inner: Size = 0
         for c in f.children:
-            inner += _sizes(c, n, m)
-        f._aux, f._lensize = inner, varint_size(inner.view(np.uint64))
+            inner = inner + _sizes(c, n, m)
+        f._aux = inner
+        f._lensize = (
+            len(varint_bytes(inner)) if isinstance(inner, int) else varint_size(inner.view(np.uint64))
+        )
         size = len(f.key) + f._lensize + inner
     elif f.kind == "fixed64s":
         assert f.rows is not None
@@ -139,14 +149,13 @@ def _put_bytes(out: npt.NDArray[np.uint8], at: Int, data: bytes) -> None:
         out[at + j] = b
 
 
-def _put_varints(out: npt.NDArray[np.uint8], at: Int, v: U64, sizes: Int) -> None:
+def _put_varints(out: npt.NDArray[np.uint8], at: Int, v: U64, sizes: Size) -> None:
     """Each v[i] as a varint of sizes[i] bytes at at[i]: byte k holds bits 7k..7k+6, with the
     high bit set when more bytes follow."""
-    if at.size and sizes.min() == sizes.max():  # all as long: no masks
-        n = int(sizes[0])
-        for k in range(n):
+    if isinstance(sizes, int):  # all as long: no masks
+        for k in range(sizes):
             byte = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-            out[at + k] = byte | 0x80 if k + 1 < n else byte
+            out[at + k] = byte | 0x80 if k + 1 < sizes else byte
         return
     k = 0
     while at.size:
@@ -166,21 +175,22 @@ def _write(f: Field, out: npt.NDArray[np.uint8], start: Int) -> None:
     if f.kind == "const":
         _put_bytes(out, at, f.data)
     elif f.kind == "varint":
-        assert f.values is not None and f._aux is not None
+        assert f.values is not None
         _put_bytes(out, at, f.key)
-        _put_varints(out, at + len(f.key), *((f.values, f._aux) if m is None else (f.values[m], f._aux[m])))
+        _put_varints(out, at + len(f.key), f.values if m is None else f.values[m], _at(f._aux, m))
     elif f.kind == "message":
-        assert f._aux is not None and f._lensize is not None
-        inner, lensize = f._aux.view(np.uint64), f._lensize
         _put_bytes(out, at, f.key)
-        _put_varints(out, at + len(f.key), *((inner, lensize) if m is None else (inner[m], lensize[m])))
-        child = start + len(f.key) + lensize
+        if isinstance(f._aux, int):
+            _put_bytes(out, at + len(f.key), varint_bytes(f._aux))
+        else:
+            inner = f._aux.view(np.uint64)
+            _put_varints(out, at + len(f.key), inner if m is None else inner[m], _at(f._lensize, m))
+        child = start + (len(f.key) + f._lensize)
         for c in f.children:
             _write(c, out, child)
-            assert c._size is not None
             child = child + c._size
     elif f.kind == "fixed64s":
-        assert f.rows is not None and f.values is not None and f._aux is not None
+        assert f.rows is not None and f.values is not None and not isinstance(f._aux, int)
         width = len(f.key) + 8
         first = np.cumsum(f._aux) - f._aux  # index of each row's first item
         item_at = start[f.rows] + (np.arange(f.rows.size) - first[f.rows]) * width
@@ -208,6 +218,5 @@ def encode(fields: Sequence[Field], n: int) -> bytes:
     start = np.cumsum(sizes) - sizes
     for f in fields:
         _write(f, out, start)
-        assert f._size is not None
         start = start + f._size
     return out.tobytes()
