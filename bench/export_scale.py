@@ -10,7 +10,14 @@ the small trace's). Each export runs in a child process; this process polls the 
 (VmHWM) of it and of its worker processes every 0.1 s. Traces are generated and merged in
 another child, so that this process stays small.
 
-    python bench/export_scale.py [--ranks 64] [--events 10000000] [--workers N] [--no-wide] [--json FILE]
+Baseline: with --baseline REF (a git ref of this repository, e.g. main), the exporters as
+they are at REF export the large trace too, interleaved with the current ones (baseline,
+current, per format), and the ratio current/baseline is printed. REF's export package is
+copied out of git under another name (its imports of itself renamed), so both run on the
+same installed rest of mpiscope.
+
+    python bench/export_scale.py [--ranks 64] [--events 10000000] [--workers N] [--no-wide]
+                                 [--baseline REF] [--json FILE]
 """
 
 from __future__ import annotations
@@ -39,8 +46,9 @@ merge_trace(Path(sys.argv[1]))
 EXPORT = """
 import json, sys
 from pathlib import Path
+sys.path.insert(0, {path!r})
 from mpiscope.trace import open_trace
-from mpiscope.export.{fmt} import export_{fmt} as export
+from {package}.{fmt} import export_{fmt} as export
 if __name__ == "__main__":
     w = int(sys.argv[3]) if sys.argv[3] != "-" else None
     r = export(open_trace(sys.argv[1], merge=False), Path(sys.argv[2]), workers=w)
@@ -80,11 +88,37 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def export_once(trace: Path, fmt: str, out: Path, workers: int | None) -> dict[str, float]:
+BASELINE_PACKAGE = "mpiscope_baseline_export"
+
+
+def baseline_package(ref: str, where: Path) -> Path:
+    """mpiscope/export as at git ref `ref`, as package BASELINE_PACKAGE under `where`."""
+    repo = Path(__file__).resolve().parent.parent
+    listing = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "--name-only", ref, "src/mpiscope/export/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    package = where / BASELINE_PACKAGE
+    package.mkdir(parents=True)
+    for name in listing:
+        if name.endswith(".py"):
+            text = subprocess.run(
+                ["git", "-C", str(repo), "show", f"{ref}:{name}"], capture_output=True, text=True, check=True
+            ).stdout
+            (package / Path(name).name).write_text(text.replace("mpiscope.export", BASELINE_PACKAGE))
+    return where
+
+
+def export_once(
+    trace: Path, fmt: str, out: Path, workers: int | None, baseline: Path | None = None
+) -> dict[str, float]:
     """Wall seconds, CPU seconds (all processes), peak RSS of the export process and of its
-    largest worker, and output size of one export."""
-    script = out.parent / f"export_{fmt}.py"
-    script.write_text(EXPORT.format(fmt=fmt))
+    largest worker, and output size of one export (by the baseline package, if given)."""
+    script = out.parent / f"export_{fmt}{'_baseline' if baseline else ''}.py"
+    package = BASELINE_PACKAGE if baseline else "mpiscope.export"
+    script.write_text(EXPORT.format(fmt=fmt, package=package, path=str(baseline or "")))
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, str(script), str(trace), str(out), str(workers or "-")],
@@ -128,7 +162,16 @@ def report(fmt: str, runs: dict[str, dict[str, float]], ranks: dict[str, int]) -
         f"(CPU {big['cpu_s']:.1f} s in all processes); target 60 s -> ratio {big['seconds'] / 60:.2f}; "
         f"output {big['output_bytes'] / mib:.0f} MiB"
     )
+    if "baseline" in runs:
+        base = runs["baseline"]
+        print(
+            f"  {'':8s} baseline {base['seconds']:.1f} s (CPU {base['cpu_s']:.1f} s, peak RSS "
+            f"{base['peak_rss_bytes'] / mib:.0f} MiB, output {base['output_bytes'] / mib:.0f} MiB): "
+            f"current/baseline wall {big['seconds'] / base['seconds']:.2f}, CPU {big['cpu_s'] / base['cpu_s']:.2f}"
+        )
     for label, r in runs.items():
+        if label == "baseline":
+            continue
         per_rank = r["events"] / ranks[label]
         print(
             f"  {'':8s} {label:5s} {ranks[label]:4d} ranks x {per_rank:9,.0f} calls: peak RSS export process "
@@ -143,6 +186,9 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--workers", type=int, default=None, help="export processes (default: the usable cores)")
     ap.add_argument("--no-wide", action="store_true", help="skip the 10x-ranks trace")
+    ap.add_argument(
+        "--baseline", metavar="REF", help="also export the large trace with the exporters at git REF"
+    )
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
     shapes = {"small": (args.ranks, args.events // 10), "large": (args.ranks, args.events)}
@@ -151,14 +197,17 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="mpiscope-export-bench-"))
     try:
         sizes = {label: generate(work / label, r, n) for label, (r, n) in shapes.items()}
+        base = baseline_package(args.baseline, work / "baseline") if args.baseline else None
         load_before = os.getloadavg()[0]
-        runs = {
-            fmt: {
-                label: export_once(work / label, fmt, work / f"out-{label}-{fmt}", args.workers)
-                for label in shapes
-            }
-            for fmt in FORMATS
-        }
+        runs: dict[str, dict[str, dict[str, float]]] = {}
+        for fmt in FORMATS:
+            runs[fmt] = {}
+            if base:  # interleaved: the baseline, then the current exporters, per format
+                runs[fmt]["baseline"] = export_once(
+                    work / "large", fmt, work / f"out-base-{fmt}", args.workers, base
+                )
+            for label in shapes:
+                runs[fmt][label] = export_once(work / label, fmt, work / f"out-{label}-{fmt}", args.workers)
         result = {
             "schema": "mpiscope.bench.export/1",
             "machine": platform.node(),
@@ -166,6 +215,7 @@ def main() -> int:
             "load_average_before": load_before,
             "load_average_after": os.getloadavg()[0],
             "workers": args.workers,
+            "baseline": args.baseline,
             "shapes": {k: {"ranks": r, "records": sizes[k][0]} for k, (r, _) in shapes.items()},
             "generate_and_merge_s": {k: v[1] for k, v in sizes.items()},
             "exports": runs,
