@@ -141,14 +141,25 @@ def completion_hosts(ev: pl.LazyFrame, side: pl.LazyFrame, event: str, done_t: s
         pl.col("t_leave_ns").alias("_leave"),
         "completed_by",
     )
-    by_leave = ev.group_by("t_leave_ns").agg(
-        pl.col("event").min().alias("_by_leave"), pl.col("thread").first().alias("_done_thread")
-    )
-    out = side.join(calls, on=event, how="inner").join(
-        by_leave, left_on=done_t, right_on="t_leave_ns", how="left"
-    )
     thread_of = ev.select(pl.col("event").alias("completed_by"), pl.col("thread").alias("_cb_thread"))
-    out = out.join(thread_of, on="completed_by", how="left")
+    joined = (
+        side.join(calls, on=event, how="inner")
+        .join(thread_of, on="completed_by", how="left")
+        .with_row_index("_row")
+        .collect()
+    )
+    # Only a side without its completing call (blocking, persistent) looks for the call that left
+    # at its completion time: grouping all the rank's calls by exit time cost more than the rest.
+    need = pl.col("completed_by").is_null() | pl.col("_cb_thread").is_null()
+    pending = joined.lazy().filter(need)
+    times = pending.select(pl.col(done_t).alias("t_leave_ns")).unique()
+    by_leave = (
+        ev.join(times, on="t_leave_ns", how="semi")
+        .group_by("t_leave_ns")
+        .agg(pl.col("event").min().alias("_by_leave"), pl.col("thread").first().alias("_done_thread"))
+    )
+    found = pending.join(by_leave, left_on=done_t, right_on="t_leave_ns", how="left")
+    out = pl.concat([joined.lazy().filter(~need), found], how="diagonal").sort("_row").drop("_row")
     blocking = pl.col("completed_by").is_null() & (pl.col(done_t) == pl.col("_leave"))
     return out.with_columns(
         blocking.alias("_blocking"),
