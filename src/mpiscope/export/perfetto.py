@@ -7,7 +7,9 @@ message, the nonblocking operations as async slices from start to completion (on
 "nonblocking" lanes as overlap needs), and counters of the bytes each rank sent and
 received per time bin. A Perfetto trace is a sequence of TracePacket fields, so packets
 are written in batches as they are made (what the package's StreamingTraceProtoBuilder
-does one packet at a time) and the ranks' parts, made in parallel, are concatenated.
+does one packet at a time) and the ranks' parts, made in parallel, are concatenated. The
+packets that come one or two per call are encoded a chunk of calls at a time
+(perfetto_packets.py); the few others are the protobuf runtime's messages.
 """
 
 from __future__ import annotations
@@ -17,41 +19,25 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
-import numpy.typing as npt
 import polars as pl
-from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import (
-    CounterDescriptor,
-    Trace,
-    TracePacket,
-    TrackEvent,
-)
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import CounterDescriptor, Trace, TracePacket
 
 from mpiscope.export import ExportResult, Progress, staged_output
-from mpiscope.export import protowire as W
 from mpiscope.export import streams as S
+from mpiscope.export.perfetto_packets import ARGS, async_slices, call_slices, counter_packets, uuid
 from mpiscope.export.pool import run_groups
 from mpiscope.trace import Trace as MTrace
 from mpiscope.trace import open_trace
 
 BATCH = 20_000  # packets per serialized batch
 COUNTER_BINS = 1000  # time bins of the byte counters over the whole trace
-BEGIN, END, COUNTER = TrackEvent.TYPE_SLICE_BEGIN, TrackEvent.TYPE_SLICE_END, TrackEvent.TYPE_COUNTER
-CLEARED, NEEDS = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED, TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
-# the call's arguments shown on its slice (the rank-local request id is left out: the
-# nonblocking lanes show what it ties together)
-ARGS = ("comm", "peer", "tag", "bytes", "root", "coll_id")
-
-
-def uuid(kind: int, rank: int, index: int = 0) -> int:
-    """Track uuids: 1 process, 2 thread, 3 nonblocking lane, 4 bytes sent, 5 bytes received;
-    small numbers, since every packet spells its track's uuid as a varint."""
-    return (((rank << 20) | index) << 3) | kind
+CLEARED = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+__all__ = ["ARGS", "export_perfetto", "uuid", "with_flows"]  # ARGS, uuid: chrome.py, tests
 
 
 @dataclass(frozen=True)
@@ -154,88 +140,6 @@ class _Interned:
         return table
 
 
-def _track_event(
-    typ: int,
-    track: W.Field,
-    name: W.Field | None = None,
-    annotations: Sequence[W.Field] = (),
-    flows: Sequence[W.Field] = (),
-) -> W.Field:
-    """A TrackEvent in field-number order: debug annotations (4), type (9), name_iid (10),
-    track_uuid (11), flow_ids (47), terminating_flow_ids (48)."""
-    typ_field = W.const(W.key(9, 0) + W.varint_bytes(typ))
-    return W.message(W.key(11, 2), [*annotations, typ_field, *([name] if name else []), track, *flows])
-
-
-def _packet(
-    ts: W.Field, seq: int, event: W.Field, flags: int | None = None, present: W.Mask | None = None
-) -> W.Field:
-    """A TracePacket with a track event: timestamp (8), sequence id (10), event (11), flags (13)."""
-    fields = [ts, W.const(W.key(10, 0) + W.varint_bytes(seq)), event]
-    if flags is not None:
-        fields.append(W.const(W.key(13, 0) + W.varint_bytes(flags)))
-    return W.message(W.key(1, 2), fields, present=present)
-
-
-_DEBUG_ANNOTATION = W.key(4, 2)
-
-
-def _items(lists: pl.Series) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(row, value) of every item of a list column (null lists have none)."""
-    counts = lists.list.len().fill_null(0).to_numpy()
-    rows = np.repeat(np.arange(len(lists), dtype=np.int64), counts)
-    return rows, lists.explode().drop_nulls().to_numpy().astype(np.int64)
-
-
-def _slices(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned) -> int:
-    """A BEGIN/END pair per call on its thread's track, encoded a chunk of calls at a time;
-    returns the flows started."""
-    n = ev.height
-    track = W.varint(W.key(11, 0), (((rank << 20) | ev["thread"].to_numpy().astype(np.int64)) << 3) | 2)
-    name = W.varint(W.key(10, 0), ev["call"].replace_strict(names.calls, return_dtype=pl.Int64).to_numpy())
-    annotations = []
-    for arg in ARGS:
-        col = ev[arg]
-        annotations.append(
-            W.message(
-                _DEBUG_ANNOTATION,
-                [
-                    W.const(W.key(1, 0) + W.varint_bytes(names.args[arg])),
-                    W.varint(W.key(4, 0), col.fill_null(0).cast(pl.Int64).to_numpy()),
-                ],
-                present=col.is_not_null().to_numpy() if col.null_count() else None,
-            )
-        )
-    site = ev["callsite"].cast(pl.Utf8)
-    sited = (site.is_not_null() & (site != "")).to_numpy()
-    has_site = None if sited.all() else sited
-    site_iid = site.replace_strict(names.sites, default=0, return_dtype=pl.Int64).fill_null(0).to_numpy()
-    annotations.append(
-        W.message(
-            _DEBUG_ANNOTATION,
-            [
-                W.const(W.key(1, 0) + W.varint_bytes(names.args["callsite"])),
-                W.varint(W.key(17, 0), site_iid),
-            ],
-            present=has_site,
-        )
-    )
-    fo_rows, fo = _items(ev["fo"])
-    fi_rows, fi = _items(ev["fi"])
-    flows = [W.fixed64s(W.key(47, 1), fo_rows, fo), W.fixed64s(W.key(48, 1), fi_rows, fi)]
-    begin = _packet(
-        W.varint(W.key(8, 0), ev["t_enter_ns"].cast(pl.Int64).to_numpy()),
-        seq,
-        _track_event(BEGIN, track, name, annotations, flows),
-        NEEDS,
-    )
-    end = _packet(
-        W.varint(W.key(8, 0), ev["t_leave_ns"].cast(pl.Int64).to_numpy()), seq, _track_event(END, track)
-    )
-    out.raw(W.encode([begin, end], n), 2 * n)
-    return int(fo.size)
-
-
 @dataclass
 class _Lanes:
     """A rank's "nonblocking" tracks: the lanes in use as end << 32 | lane number (one int
@@ -266,21 +170,9 @@ def _async(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned, l
     """Nonblocking operations from start to completion, each on the first lane free at its
     start; a lane's descriptor comes just before its first slice."""
     ops = ev.filter(pl.col("t_complete_ns").is_not_null() & (pl.col("t_complete_ns") > pl.col("t_leave_ns")))
-    start, end = ops["t_enter_ns"].cast(pl.Int64), ops["t_complete_ns"].cast(pl.Int64)
-    numbers, new = _assign_lanes(start.to_list(), end.to_list(), lanes)
+    numbers, new = _assign_lanes(ops["t_enter_ns"].to_list(), ops["t_complete_ns"].to_list(), lanes)
     lane = ((rank << 20 | np.array(numbers, dtype=np.int64)) << 3) | 3  # uuid(3, rank, number)
-    descriptors = []
-    for i in new:
-        p = TracePacket(timestamp=0, trusted_packet_sequence_id=seq)
-        d = p.track_descriptor
-        d.uuid, d.parent_uuid, d.name = int(lane[i]), uuid(1, rank), "nonblocking"
-        descriptors.append(W.key(1, 2) + W.varint_bytes(p.ByteSize()) + p.SerializeToString())
-    track = W.varint(W.key(11, 0), lane)
-    name = W.varint(W.key(10, 0), ops["call"].replace_strict(names.calls, return_dtype=pl.Int64).to_numpy())
-    begin = _packet(W.varint(W.key(8, 0), start.to_numpy()), seq, _track_event(BEGIN, track, name), NEEDS)
-    end_packet = _packet(W.varint(W.key(8, 0), end.to_numpy()), seq, _track_event(END, track))
-    rows = np.array(new, dtype=np.int64)
-    out.raw(W.encode([W.blobs(rows, descriptors), begin, end_packet], ops.height), 2 * ops.height + len(new))
+    out.raw(*async_slices(rank, seq, ops, lane, new, names.calls))
 
 
 def _counters(
@@ -312,25 +204,9 @@ def _counters(
             .filter(pl.col("bytes") > 0)
             .sort("bin")
         )
-        out.raw(*_counter_packets(seq, uuid(kind, rank), plan, per_bin["bin"], per_bin["bytes"]))
-
-
-def _counter_packets(
-    seq: int, track: int, plan: _Plan, bins: pl.Series, values: pl.Series
-) -> tuple[bytes, int]:
-    """A counter's packets: each bin's value, then 0 in the next bin unless that one has a
-    value of its own (bins sorted, distinct); returns them encoded, and how many."""
-    if bins.is_empty():
-        return b"", 0
-    b, v = bins.to_numpy().astype(np.int64), values.to_numpy().astype(np.int64)
-    gap = np.append(b[1:] != b[:-1] + 1, True)
-    fields = []
-    for at, value, present in ((b, v, None), (b + 1, np.zeros_like(v), gap)):
-        event = [W.const(W.key(9, 0) + W.varint_bytes(COUNTER) + W.key(11, 0) + W.varint_bytes(track))]
-        event.append(W.varint(W.key(30, 0), value))
-        ts = W.varint(W.key(8, 0), plan.t0 + at * plan.bin_ns)
-        fields.append(_packet(ts, seq, W.message(W.key(11, 2), event), present=present))
-    return W.encode(fields, b.size), b.size + int(gap.sum())
+        out.raw(
+            *counter_packets(seq, uuid(kind, rank), plan.t0, plan.bin_ns, per_bin["bin"], per_bin["bytes"])
+        )
 
 
 def _write_part(
@@ -349,8 +225,10 @@ def _write_part(
             ev = with_flows(ev, sends, recvs)
             names = _Interned.write(out, seq, ev)
             lanes = _Lanes()
-            for chunk in ev.iter_slices(S.CHUNK):  # Python lists of a chunk at a time
-                flows += _slices(out, rank, seq, chunk, names)
+            for chunk in ev.iter_slices(S.CHUNK):  # encoded a chunk of calls at a time
+                packets, n, started = call_slices(rank, seq, chunk, names.calls, names.args, names.sites)
+                out.raw(packets, n)
+                flows += started
                 _async(out, rank, seq, chunk, names, lanes)
             _counters(out, trace, rank, seq, ev, sends, recvs, plan)
             if progress:
