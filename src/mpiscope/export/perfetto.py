@@ -14,6 +14,7 @@ packets that come one or two per call are encoded a chunk of calls at a time
 
 from __future__ import annotations
 
+import errno
 import heapq
 import os
 import shutil
@@ -237,6 +238,28 @@ def _write_part(
     return out.count, flows
 
 
+def _append(f: BinaryIO, part: Path) -> None:
+    """Append a part file to f (flushed) and remove it: copied by the kernel where it can
+    (copy_file_range), since the parts are most of the output and this runs after the workers."""
+    with open(part, "rb") as src:
+        left = os.fstat(src.fileno()).st_size
+        try:
+            while left > 0:
+                copied = os.copy_file_range(src.fileno(), f.fileno(), left)
+                if copied == 0:
+                    break
+                left -= copied
+        except OSError as e:
+            if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+        if left > 0:  # no kernel copy here (or not across these file systems): through Python
+            src.seek(-left, os.SEEK_END)
+            f.seek(0, os.SEEK_END)
+            shutil.copyfileobj(src, f, 1 << 22)
+            f.flush()
+    os.unlink(part)
+
+
 def export_perfetto(
     trace: MTrace,
     out: Path,
@@ -264,10 +287,9 @@ def export_perfetto(
                     bin_ns,
                 )
                 head.flush()
+                f.flush()
                 for i in range(len(results)):
-                    with open(Path(parts_dir) / f"{i:06d}.pb", "rb") as part:
-                        shutil.copyfileobj(part, f, 1 << 22)
-                    os.unlink(Path(parts_dir) / f"{i:06d}.pb")
+                    _append(f, Path(parts_dir) / f"{i:06d}.pb")
         finally:
             shutil.rmtree(parts_dir, ignore_errors=True)
     return ExportResult(
