@@ -86,7 +86,7 @@ _PHASE = {
 }
 
 
-CHUNK = 65_536  # rows turned into Python lists at a time by the writing loops
+CHUNK = 65_536  # calls encoded at a time by the Perfetto writer (its arrays of a chunk stay small)
 
 
 # Request ids tying a start to its completion: unique in the whole trace, so the two
