@@ -29,6 +29,8 @@ class Stats:
     unmatched_recvs: int
     truncated_ranks: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    bcast_mode: str = "library"
+    bcast_swaps: list[dict[str, Any]] = field(default_factory=list)  # the adaptive broadcast's (SPEC §5)
 
     @property
     def unmatched_messages(self) -> int:
@@ -53,6 +55,8 @@ class Stats:
             "unmatched_recvs": self.unmatched_recvs,
             "truncated_ranks": self.truncated_ranks,
             "warnings": self.warnings,
+            "bcast_mode": self.bcast_mode,
+            "bcast_swaps": self.bcast_swaps,
         }
 
 
@@ -115,4 +119,6 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         unmatched_recvs=int(counts.get("unmatched_recvs", 0)),
         truncated_ranks=list(trace.manifest.get("truncated_ranks", [])),
         warnings=list(trace.manifest.get("warnings", [])),
+        bcast_mode=str(trace.manifest.get("bcast", {}).get("mode", "library")),
+        bcast_swaps=list(trace.manifest.get("bcast", {}).get("swaps", [])),
     )

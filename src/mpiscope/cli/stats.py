@@ -40,6 +40,10 @@ def render(s: Stats) -> None:
         [[r["src"], r["dst"], r["messages"], fmt_bytes(r["bytes"])] for r in s.pairs.iter_rows(named=True)])
     output.text(f"unmatched messages: {s.unmatched_messages} "
                 f"({s.unmatched_sends} sends, {s.unmatched_recvs} receives)")
+    if s.bcast_mode != "library":
+        undone = sum(1 for w in s.bcast_swaps if w["op"] == "undo")
+        output.text(f"MPI_Bcast: {s.bcast_mode}, {len(s.bcast_swaps) - undone} swap(s) of virtual ranks, "
+                    f"{undone} undone")
     if s.truncated_ranks:
         output.warn(f"ranks that did not finish: {s.truncated_ranks}")
 

@@ -24,6 +24,7 @@ from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import UsageError
 from mpiscope.trace import record as R
+from mpiscope.trace.bcast import bcast_swaps
 from mpiscope.trace.clocks import causality_shifts
 from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records
 from mpiscope.trace.match import P2P, match_messages, p2p_sides
@@ -137,6 +138,8 @@ def _merge(trace_dir: Path) -> MergeResult:
     files = [read_rank_file(p, len(calls.names)) for p in rank_files(trace_dir)]
     _check_memory(trace_dir, sum(f.size for f in files))
     warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir)
+    swaps, swap_warnings = bcast_swaps(trace_dir, files)
+    warnings += swap_warnings
     rec, comms = build_records(files, calls)
     for f in files:  # the records are copied into rec: unmap the files (peak memory)
         f.blocks.clear()
@@ -188,6 +191,7 @@ def _merge(trace_dir: Path) -> MergeResult:
                   "ranks": [c.to_dict() for c in clocks.values()],
                   "causality_shift_ns": shifts.tolist()},
         "t0_ns": int(rows["t_enter"].min()) if nevents else 0,
+        "bcast": {**manifest.get("bcast", {"mode": "library"}), "swaps": swaps},
         "warnings": warnings,
     })
     write_manifest(trace_dir, manifest)

@@ -187,6 +187,10 @@ int msc_request_free(void *site, MPI_Request *request);
 int msc_start_request(void *site, MPI_Request *request);
 int msc_startall(void *site, int count, MPI_Request array_of_requests[]);
 
+/* the adaptive broadcast (bcast.c): after MPI_Init*, before MPI_Finalize */
+void msc_bcast_init(void);
+void msc_bcast_finalize(void);
+
 /* completions (complete.c) */
 void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *st);
 void msc_emit_complete(const struct msc_span *sp, const struct msc_reqinfo *ri,

@@ -135,4 +135,5 @@ def fortran_wrapper(entry: dict) -> str:
 def fortran_code(table: list[dict]) -> list[str]:
     head = ["/* generated from calls.toml by gen.py (fortran.py); do not edit */",
             '#include "fortran.h"', "#if MSC_HAVE_FORTRAN", ""]
-    return head + [fortran_wrapper(e) for e in table if not e.get("hand") and e["mpi"] < "4"] + ["#endif"]
+    wrapped = [e for e in table if (not e.get("hand") or e.get("fortran")) and e["mpi"] < "4"]
+    return head + [fortran_wrapper(e) for e in wrapped] + ["#endif"]
