@@ -62,7 +62,9 @@ class SimSetup:
                         fat_tree=((1,), (ranks,), (1,), (1,)))
 
     def cfg(self) -> list[str]:
-        return ["--cfg=smpi/simulate-computation:no", "--cfg=network/model:CM02",
+        # smpi/host-speed: smpi_execute(seconds) runs seconds x this many flops (the sparse product's work)
+        return ["--cfg=smpi/simulate-computation:no", f"--cfg=smpi/host-speed:{self.speed_flops!r}f",
+                "--cfg=network/model:CM02",
                 f"--cfg=smpi/send-is-detached-thresh:{EAGER_BYTES}", f"--cfg=smpi/async-small-thresh:{EAGER_BYTES}",
                 f"--cfg=smpi/os:0:0:{1 / self.send_Bps!r}", "--cfg=surf/precision:1e-9",
                 "--log=root.thres:warning", "--log=smpi_config.thres:error"]

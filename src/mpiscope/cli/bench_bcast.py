@@ -167,10 +167,10 @@ def render_sparse(r: BcastResult) -> None:
         cells = [f"{1e6 * row[w]:.1f}" + (f" ({row[w] / ori[w]:.3f})" if ori and row is not ori else "")
                  for w in ("work_s", "bcast_s", "total_s")]
         ref = row.get("paper_us")
-        rows.append([f"N={row['n']},R={row['density']:g},C={row['slope']:g}", row["ranks"], row["variant"], *cells,
+        rows.append([f"{row['n']}/{row['density']:g}/{row['slope']:g}", row["ranks"], row["variant"], *cells,
                      " / ".join(_fmt(ref[k]) for k in ("work", "bcast", "total")) if ref else "-"])
     output.table("Sparse product, us per row (x/Ori); 000 Table 3 beside (work / bcast / total)",
-                 ["matrix", "p", "variant", "work", "bcast", "total", "000"], rows)
+                 ["N/R/C", "p", "variant", "work", "bcast", "total", "000"], rows)
 
 
 def run(args: argparse.Namespace) -> int:

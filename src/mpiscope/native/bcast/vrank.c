@@ -99,15 +99,14 @@ static void release(struct msc_bc_state *s)
 
 void msc_bc_teardown(void)
 {
+    /* MPI_Finalize: no other thread broadcasts now. Every member's byes
+     * first, then the optimisers wait: no order of communicators across
+     * ranks can deadlock. */
     pthread_mutex_lock(&lock);
-    /* every member's byes first, then the optimisers wait: no order of
-     * communicators across ranks can deadlock */
-    for (struct msc_bc_state *s = live; s; s = s->next_state) say_bye(s);
-    for (struct msc_bc_state *s = live; s; s = s->next_state) {
-        await_byes(s);
-        release(s);
-    }
+    struct msc_bc_state *all = live;
     pthread_mutex_unlock(&lock);
+    for (struct msc_bc_state *s = all; s; s = s->next_state) say_bye(s);
+    for (struct msc_bc_state *s = all; s; s = s->next_state) release(s);
     if (msc_bc_win != MPI_WIN_NULL) {
         /* Every origin's unlock completes its puts; the free waits for all. */
         PMPI_Win_unlock_all(msc_bc_win);
@@ -128,10 +127,12 @@ static void free_state(struct msc_bc_state *s)
 {
     if (s->slots && msc_bc_win != MPI_WIN_NULL && s->report == MSC_BC_REPORT_PUT) {
         struct retired *r = malloc(sizeof *r);
+        pthread_mutex_lock(&lock);
         if (r) {
             *r = (struct retired){s->slots, retired};
             retired = r;
         }
+        pthread_mutex_unlock(&lock);
     } else {
         free(s->slots);
     }
@@ -159,9 +160,10 @@ static int delete_state(MPI_Comm comm, int kv, void *val, void *extra)
             break;
         }
     }
+    pthread_mutex_unlock(&lock);
+    /* MPI calls outside the lock: another thread may be making a state */
     if (!finalized) release(s);
     free_state(s);
-    pthread_mutex_unlock(&lock);
     return MPI_SUCCESS;
 }
 

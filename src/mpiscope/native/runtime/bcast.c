@@ -203,15 +203,19 @@ MSC_API int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, in
         r->comm = c;
         r->tag = seq;
     }
+    /* Decided on the bytes, which every rank has alike (a rank may count
+     * more elements of a smaller type): up to INT_MAX bytes every count fits. */
+    MPI_Count size = 0;
+    if (count > 0) PMPI_Type_size_x(datatype, &size);
     int rc;
-    if (count <= INT_MAX || bcast_params()->mode == MSC_BC_LIBRARY) {
+    if ((count <= 0 || size * count <= INT_MAX) || bcast_params()->mode == MSC_BC_LIBRARY) {
         rc = count <= INT_MAX ? run_bcast(buffer, (int)count, datatype, root, comm)
                               : PMPI_Bcast_c(buffer, count, datatype, root, comm);
     } else {
         int rank = 0;
         PMPI_Comm_rank(comm, &rank);
         if (rank == 0 && !__atomic_exchange_n(&said_large, 1, __ATOMIC_RELAXED))
-            warn("MPI_Bcast_c of more than INT_MAX elements runs the MPI's own broadcast (said once)");
+            warn("MPI_Bcast_c of more than INT_MAX bytes runs the MPI's own broadcast (said once)");
         rc = PMPI_Bcast_c(buffer, count, datatype, root, comm);
     }
     uint64_t t_left = r ? msc_ticks() : 0;
