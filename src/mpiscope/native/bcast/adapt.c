@@ -31,15 +31,18 @@ int msc_bc_optimiser_init(struct msc_bc_optimiser *o, int size, const struct msc
 {
     memset(o, 0, sizeof *o);
     o->cands = malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
+    o->seen = calloc((size_t)(size > 0 ? size : 1), sizeof(double));
     o->tabu = -1;
     o->interval = p->interval;
-    return o->cands ? 0 : -1;
+    return o->cands && o->seen ? 0 : -1;
 }
 
 void msc_bc_optimiser_free(struct msc_bc_optimiser *o)
 {
     free(o->cands);
+    free(o->seen);
     o->cands = NULL;
+    o->seen = NULL;
 }
 
 /* Candidate order (000 §4.3): most sends first (= earliest receive step),
@@ -111,6 +114,17 @@ void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, struct msc_bc
     *total_s = total;
     d->op = MSC_BC_NONE;
     d->a = d->b = -1;
+    /* Step 4 judges a swap, and step 1 restarts, "with the new values": when
+     * no report arrived since the last optimisation (the reports of the
+     * broadcast just made are usually still on their way), there is nothing
+     * to judge yet, and the interval stays. */
+    int changed = !o->have_prev;
+    for (int r = 0; r < t->size && !changed; r++) changed = vals[r] != o->seen[r];
+    memcpy(o->seen, vals, sizeof(double) * (size_t)t->size);
+    if (!changed) {
+        d->interval = o->interval;
+        return;
+    }
     /* Step 4: a trial that raised the total is undone (one operation), and
      * the next candidate is tried at the next optimisation. */
     if (o->phase == TRIAL && total > o->base_total) {

@@ -83,6 +83,7 @@ struct msc_bc_optimiser {
     int a, b;            /* the pair on trial */
     int wmax;            /* the process with the largest wait of the current search */
     int *cands;          /* its zero-wait candidates, best first */
+    double *seen;        /* the values of the previous optimisation */
     int ncands, next;
     double base_total;   /* total wait before the trial */
     double prev_total;   /* total wait at the previous optimisation */
