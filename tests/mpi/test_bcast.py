@@ -51,7 +51,7 @@ def test_adaptive_run_recorded_with_swaps(tmp_path, example):
     out = tmp_path / "t"
     env = dict(MPICH.environ(), MPISCOPE_BCAST_THRESHOLD="0.25")
     done = mpiscope_cli(["run", "--bcast", "adaptive", "--out", str(out), "--", *MPICH.launch(4),
-                         str(example("bcast_load")), "12", "256", "40000"], env=env)
+                         str(example("bcast_load")), "12", "256", "60000"], env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     t = open_trace(out)
     ev = t.events().collect()
@@ -65,9 +65,9 @@ def test_adaptive_run_recorded_with_swaps(tmp_path, example):
     stats = json.loads(mpiscope_cli(["stats", str(out), "--json", "-"]).stdout)
     swaps = stats["bcast_swaps"]
     assert stats["bcast_mode"] == "adaptive" and swaps == bcast["swaps"] and swaps
-    first = swaps[0]
-    assert (first["op"], first["comm"], first["rank_a"], first["rank_b"]) == ("swap", 0, 3, 2)
-    assert 2 <= first["bcast"] <= 12 and first["total_wait_ns"] > 0
+    # waits that are noise on 2 shared cores may make the odd swap too; this one is the load's
+    key = [x for x in swaps if (x["op"], x["comm"], x["rank_a"], x["rank_b"]) == ("swap", 0, 3, 2)]
+    assert key and 2 <= key[0]["bcast"] <= 12 and key[0]["total_wait_ns"] > 0, swaps
 
 
 @pytest.mark.mpi(ranks=4)
