@@ -39,7 +39,8 @@ def test_max_effect_shape():
     # sends take as long as the workload; no load, no cost; close to the ideal table
     assert s["average_cut_heaviest_pct"]["1B"] > 85 and s["average_cut_heaviest_pct"]["16KB"] > 85
     assert s["overall_cut_heaviest_pct"]["1MB"] > 0
-    assert s["no_load_max_deviation_pct"] < 2
+    # (000 at 128 processes and 100 broadcasts: ~2 %; here 16 and 40, where a trial weighs more)
+    assert s["no_load_max_deviation_pct"] < 5
     assert s["opt_over_ide_overall_max"] < 1.05
     swaps = {x["variant"]: x["swaps"] for x in r["records"] if x["load"] == 160 and x["bytes"] == 1}
     assert swaps["adaptive"] >= 1 and swaps["binomial"] == 0

@@ -49,7 +49,7 @@ int main(void)
     while (total > 0 && ops < 20) {
         struct msc_bc_decision d;
         double seen;
-        msc_bc_decide(&o, wait, &t, 0, &p, &d, &seen);
+        msc_bc_decide(&o, wait, NULL, &t, 0, 0, &p, &d, &seen);
         if (d.op == MSC_BC_NONE) break;
         msc_bc_table_swap(&t, d.a, d.b);
         ops++;

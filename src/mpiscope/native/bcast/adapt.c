@@ -31,18 +31,15 @@ int msc_bc_optimiser_init(struct msc_bc_optimiser *o, int size, const struct msc
 {
     memset(o, 0, sizeof *o);
     o->cands = malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
-    o->seen = calloc((size_t)(size > 0 ? size : 1), sizeof(double));
     o->tabu = -1;
     o->interval = p->interval;
-    return o->cands && o->seen ? 0 : -1;
+    return o->cands ? 0 : -1;
 }
 
 void msc_bc_optimiser_free(struct msc_bc_optimiser *o)
 {
     free(o->cands);
-    free(o->seen);
     o->cands = NULL;
-    o->seen = NULL;
 }
 
 /* Candidate order (000 §4.3): most sends first (= earliest receive step),
@@ -105,26 +102,40 @@ static void interval_next(struct msc_bc_optimiser *o, double total, const struct
     o->have_prev = 1;
 }
 
-void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, struct msc_bc_table *t, int root,
-                   const struct msc_bc_params *p, struct msc_bc_decision *d, double *total_s)
+void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, const uint64_t *when, struct msc_bc_table *t,
+                   int root, uint64_t next, const struct msc_bc_params *p, struct msc_bc_decision *d,
+                   double *total_s)
 {
     double total = 0;
-    for (int r = 0; r < t->size; r++)
-        if (r != root) total += vals[r];
+    int fresh = when == NULL;
+    for (int r = 0; r < t->size; r++) {
+        if (r == root) continue;
+        total += vals[r];
+        fresh |= when && when[r] >= o->since;
+    }
+    /* A swap on trial is judged on the value its W_max process measured on
+     * the new table: that process's wait is what the swap set out to cut,
+     * and with 000's i = 1 and 50 % threshold a wait that falls to almost
+     * zero is reported one broadcast late (NewVal halves by a hair less
+     * than 50 %). If it does not report, the trial is judged after three
+     * optimisations all the same. */
+    if (when && o->phase == TRIAL && o->a >= 0 && o->a < t->size && when[o->a] < o->since && o->held < 3)
+        fresh = 0;
     *total_s = total;
     d->op = MSC_BC_NONE;
     d->a = d->b = -1;
-    /* Step 4 judges a swap, and step 1 restarts, "with the new values": when
-     * no report arrived since the last optimisation (the reports of the
-     * broadcast just made are usually still on their way), there is nothing
-     * to judge yet, and the interval stays. */
-    int changed = !o->have_prev;
-    for (int r = 0; r < t->size && !changed; r++) changed = vals[r] != o->seen[r];
-    memcpy(o->seen, vals, sizeof(double) * (size_t)t->size);
-    if (!changed) {
+    /* Step 4 judges a swap, and step 1 restarts, "with the new values": only
+     * once a value measured on the table of the last operation has arrived.
+     * The reports of the broadcasts just before are often still on their
+     * way (000 §5.2: the root runs ahead of the profiles); judged on them, a
+     * good swap can look bad. Until then nothing is done and the interval
+     * stays. */
+    if (!fresh) {
+        o->held++;
         d->interval = o->interval;
         return;
     }
+    o->held = 0;
     /* Step 4: a trial that raised the total is undone (one operation), and
      * the next candidate is tried at the next optimisation. */
     if (o->phase == TRIAL && total > o->base_total) {
@@ -155,6 +166,7 @@ void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, struct msc_bc
             o->phase = TRIAL;
         }
     }
+    if (d->op != MSC_BC_NONE) o->since = next;
     if (d->op == MSC_BC_SWAP) {
         o->a = d->a;
         o->b = d->b;
@@ -168,23 +180,28 @@ void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, struct msc_bc
 
 static void report(struct msc_bc_state *s, double val)
 {
-    int64_t ns = (int64_t)(val * 1e9);
+    int64_t ns = (int64_t)(val * 1e9), when = (int64_t)s->count;
     if (s->rank == 0) { /* the optimiser's own value */
         __atomic_store_n(&s->slots[0], ns, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->slots[1], when, __ATOMIC_RELAXED);
         return;
     }
     if (s->report == MSC_BC_REPORT_PUT) {
-        /* Local completion only: the value lands when the optimiser's MPI
-         * progresses, and no reporter waits for the optimiser. */
-        s->report_buf = ns;
-        PMPI_Put(&s->report_buf, 1, MPI_INT64_T, s->opt_world, s->opt_disp + (MPI_Aint)s->rank * 8, 1,
+        /* Completed at the optimiser: an MPI may hold a put back until the
+         * origin's next synchronisation (MPICH does), and every value would
+         * arrive one report late. The flush waits for the optimiser's MPI to
+         * take it, which it does in its own broadcasts and calls. */
+        s->report_buf[0] = ns;
+        s->report_buf[1] = when;
+        PMPI_Put(s->report_buf, 2, MPI_INT64_T, s->opt_world, s->opt_disp + (MPI_Aint)s->rank * 16, 2,
                  MPI_INT64_T, msc_bc_win);
-        PMPI_Win_flush_local(s->opt_world, msc_bc_win);
+        PMPI_Win_flush(s->opt_world, msc_bc_win);
         return;
     }
     if (s->report_req != MPI_REQUEST_NULL) PMPI_Wait(&s->report_req, MPI_STATUS_IGNORE);
-    s->report_buf = ns;
-    PMPI_Isend(&s->report_buf, 1, MPI_INT64_T, 0, MSC_BC_TAG_REPORT, s->comm, &s->report_req);
+    s->report_buf[0] = ns;
+    s->report_buf[1] = when;
+    PMPI_Isend(s->report_buf, 2, MPI_INT64_T, 0, MSC_BC_TAG_REPORT, s->comm, &s->report_req);
 }
 
 void msc_bc_profile(struct msc_bc_state *s, double wait_s, const struct msc_bc_params *p)
@@ -233,12 +250,15 @@ static void collect(struct msc_bc_state *s)
             MPI_Status st;
             PMPI_Iprobe(MPI_ANY_SOURCE, MSC_BC_TAG_REPORT, s->comm, &flag, &st);
             if (!flag) break;
-            int64_t v = 0;
-            PMPI_Recv(&v, 1, MPI_INT64_T, st.MPI_SOURCE, MSC_BC_TAG_REPORT, s->comm, MPI_STATUS_IGNORE);
-            if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < s->size) s->slots[st.MPI_SOURCE] = v;
+            int64_t v[2] = {0, 0};
+            PMPI_Recv(v, 2, MPI_INT64_T, st.MPI_SOURCE, MSC_BC_TAG_REPORT, s->comm, MPI_STATUS_IGNORE);
+            if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < s->size) memcpy(&s->slots[2 * st.MPI_SOURCE], v, sizeof v);
         }
     }
-    for (int r = 0; r < s->size; r++) s->vals[r] = (double)__atomic_load_n(&s->slots[r], __ATOMIC_RELAXED) * 1e-9;
+    for (int r = 0; r < s->size; r++) {
+        s->vals[r] = (double)__atomic_load_n(&s->slots[2 * r], __ATOMIC_RELAXED) * 1e-9;
+        s->when[r] = (uint64_t)__atomic_load_n(&s->slots[2 * r + 1], __ATOMIC_RELAXED);
+    }
 }
 
 int msc_bc_reconfigure(struct msc_bc_state *s, int root, MPI_Comm user_comm, const struct msc_bc_params *p)
@@ -247,7 +267,7 @@ int msc_bc_reconfigure(struct msc_bc_state *s, int root, MPI_Comm user_comm, con
     double total = 0, ignored;
     if (s->rank == 0) {
         collect(s);
-        msc_bc_decide(s->opt, s->vals, &s->tab, root, p, &d, &total);
+        msc_bc_decide(s->opt, s->vals, s->when, &s->tab, root, s->count + 1, p, &d, &total);
     }
     int rc = msc_bc_tree(&s->tab, s->rank, &d, 4, MPI_INT32_T, 0, s->comm, MSC_BC_TAG_RECONF, &ignored);
     if (rc != MPI_SUCCESS) return rc;

@@ -83,11 +83,12 @@ struct msc_bc_optimiser {
     int a, b;            /* the pair on trial */
     int wmax;            /* the process with the largest wait of the current search */
     int *cands;          /* its zero-wait candidates, best first */
-    double *seen;        /* the values of the previous optimisation */
     int ncands, next;
     double base_total;   /* total wait before the trial */
     double prev_total;   /* total wait at the previous optimisation */
     int have_prev;
+    uint64_t since;      /* first broadcast on the table of the last operation */
+    int held;            /* optimisations since then without the values to judge it */
     int tabu;            /* a process whose candidates all failed; -1 none */
     double tabu_total;
     int interval;
@@ -96,10 +97,13 @@ struct msc_bc_optimiser {
 
 int msc_bc_optimiser_init(struct msc_bc_optimiser *o, int size, const struct msc_bc_params *p);
 void msc_bc_optimiser_free(struct msc_bc_optimiser *o);
-/* vals[r]: evaluation value of rank r in seconds (0: none reported). The
- * table is changed by the decision (the caller broadcasts it to the others). */
-void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, struct msc_bc_table *t, int root,
-                   const struct msc_bc_params *p, struct msc_bc_decision *d, double *total_s);
+/* vals[r]: evaluation value of rank r in seconds (0: none reported); when[r]:
+ * the broadcast it was measured at (NULL: all current); next: the first
+ * broadcast the decision applies to. The caller applies the decision to the
+ * table and broadcasts it to the others. */
+void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, const uint64_t *when, struct msc_bc_table *t,
+                   int root, uint64_t next, const struct msc_bc_params *p, struct msc_bc_decision *d,
+                   double *total_s);
 
 /* The state of one communicator (vrank.c). */
 struct msc_bc_state {
@@ -115,13 +119,14 @@ struct msc_bc_state {
     int measured;
     double val, sent, hist[3];
     int nhist;
-    int64_t report_buf;
+    int64_t report_buf[2];    /* value in ns, the broadcast it was measured at */
     MPI_Request report_req;
     int opt_world;            /* the optimiser's rank in the report window */
     MPI_Aint opt_disp;        /* where its slots are */
     /* optimiser (rank 0 only) */
-    int64_t *slots;           /* evaluation values in ns, written by reports */
+    int64_t *slots;           /* (value in ns, broadcast) of each rank, written by reports */
     double *vals;
+    uint64_t *when;
     struct msc_bc_optimiser *opt;
     uint64_t swaps;
     struct msc_bc_state *next_state;

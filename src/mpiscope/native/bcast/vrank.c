@@ -74,8 +74,8 @@ static void say_bye(struct msc_bc_state *s)
     if (!sends_reports(s) || s->rank == 0) return;
     s->byes_done = 1;
     if (s->report_req != MPI_REQUEST_NULL) PMPI_Wait(&s->report_req, MPI_STATUS_IGNORE);
-    int64_t bye = MSC_BC_BYE;
-    PMPI_Send(&bye, 1, MPI_INT64_T, 0, MSC_BC_TAG_REPORT, s->comm);
+    int64_t bye[2] = {MSC_BC_BYE, 0};
+    PMPI_Send(bye, 2, MPI_INT64_T, 0, MSC_BC_TAG_REPORT, s->comm);
 }
 
 static void await_byes(struct msc_bc_state *s)
@@ -83,9 +83,9 @@ static void await_byes(struct msc_bc_state *s)
     if (!sends_reports(s) || s->rank != 0) return;
     s->byes_done = 1;
     for (int left = s->size - 1; left > 0;) {
-        int64_t v = 0;
-        PMPI_Recv(&v, 1, MPI_INT64_T, MPI_ANY_SOURCE, MSC_BC_TAG_REPORT, s->comm, MPI_STATUS_IGNORE);
-        left -= v == MSC_BC_BYE;
+        int64_t v[2] = {0, 0};
+        PMPI_Recv(v, 2, MPI_INT64_T, MPI_ANY_SOURCE, MSC_BC_TAG_REPORT, s->comm, MPI_STATUS_IGNORE);
+        left -= v[0] == MSC_BC_BYE;
     }
 }
 
@@ -139,6 +139,7 @@ static void free_state(struct msc_bc_state *s)
     if (s->opt) msc_bc_optimiser_free(s->opt);
     free(s->opt);
     free(s->vals);
+    free(s->when);
     free(s->tab.vr);
     free(s->tab.real);
     free(s);
@@ -193,13 +194,14 @@ static int setup_reports(struct msc_bc_state *s, const struct msc_bc_params *p)
     s->report = all ? MSC_BC_REPORT_PUT : MSC_BC_REPORT_SEND;
     struct { int64_t disp; int64_t world; } where = {0, -1};
     if (s->rank == 0) {
-        s->slots = calloc((size_t)s->size, sizeof *s->slots);
+        s->slots = calloc(2 * (size_t)s->size, sizeof *s->slots);
         s->vals = calloc((size_t)s->size, sizeof *s->vals);
+        s->when = calloc((size_t)s->size, sizeof *s->when);
         s->opt = calloc(1, sizeof *s->opt);
-        if (!s->slots || !s->vals || !s->opt || msc_bc_optimiser_init(s->opt, s->size, p) != 0) return MPI_ERR_NO_MEM;
+        if (!s->slots || !s->vals || !s->when || !s->opt || msc_bc_optimiser_init(s->opt, s->size, p) != 0) return MPI_ERR_NO_MEM;
         if (s->report == MSC_BC_REPORT_PUT) {
             MPI_Aint disp;
-            PMPI_Win_attach(msc_bc_win, s->slots, (MPI_Aint)(sizeof *s->slots * (size_t)s->size));
+            PMPI_Win_attach(msc_bc_win, s->slots, (MPI_Aint)(2 * sizeof *s->slots * (size_t)s->size));
             PMPI_Get_address(s->slots, &disp);
             where.disp = (int64_t)disp;
             where.world = msc_bc_world_rank;
