@@ -295,6 +295,15 @@ static void random_loads(int nsizes, const long *sizes, int first, int patterns,
     exp_buffer_free(buf);
 }
 
+/* MSC_BC_EVENTS=1: every swap and undo on stderr, as mpiscope run logs them */
+static void print_event(MPI_Comm comm, const struct msc_bc_event *e)
+{
+    (void)comm;
+    fprintf(stderr, "bcast_exp: %s %d %d at broadcast %llu, next interval %d, total wait %.6f s\n",
+            e->op == MSC_BC_UNDO ? "undo" : "swap", e->a, e->b, (unsigned long long)e->bcast, e->interval,
+            e->total_wait_s);
+}
+
 /* ---- command line ---- */
 
 static int param(const char *key, const char *value)
@@ -364,6 +373,7 @@ int main(int argc, char **argv)
         struct msc_bc_params p = exp_params;
         p.mode = MSC_BC_ADAPTIVE;
         msc_bc_setup(MPI_COMM_WORLD, &p);
+        if (getenv("MSC_BC_EVENTS")) msc_bc_on_event = print_event;
     }
     if (exp_rank == 0)
         printf("@mpiscope {\"experiment\": \"%s\", \"header\": true, \"ranks\": %d, \"iters\": %d, \"loaded\": %d}\n",
