@@ -79,9 +79,9 @@ def main() -> int:
                      "{:.3f}-{:.3f}".format(*entry["overall_adaptive_over_binomial_spread"]),
                      f"{entry['average_adaptive_over_library']:.3f}",
                      f"{entry['average_adaptive_over_binomial']:.3f}"])
-    output.table("adaptive broadcast without imbalance (overall time in us, medians over rounds)",
-                 ["size", "library", "binomial", "adaptive", "adapt/lib", "adapt/binom", "spread", "avg adapt/lib",
-                  "avg adapt/binom"], rows)
+    output.table("adaptive (a) without imbalance against the library (lib) and binomial (bin): overall time in us, "
+                 "medians over rounds; ratios of overall and average time",
+                 ["size", "lib", "bin", "a", "a/lib", "a/bin", "a/bin range", "avg a/lib", "avg a/bin"], rows)
     if args.json:
         output.emit_json({"schema": "mpiscope.bench.bcast_overhead/1", "mpi": mpi.label, "ranks": args.ranks,
                           "rounds": args.rounds, "iters": args.iters, "machine": platform.node(), "sizes": payload,
