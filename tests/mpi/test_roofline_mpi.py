@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Mpi, mpiscope_cli, require
+from tests.conftest import Mpi, mpiscope_cli, require
 
 from mpiscope.trace import Trace
 

@@ -29,7 +29,14 @@ def test_stats_json(run_traced):
 
 
 def test_demo(tmp_path):
+    """The README's `make demo`: S-CAT's gallery recorded, diagnosed and shown, a report each."""
     done = mpiscope_cli(["demo", "--out", str(tmp_path / "demo")], env=MPICH.environ(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "MPI_Allreduce" in done.stdout and "halo.c" in done.stdout
-    assert (tmp_path / "demo" / "events.parquet").is_file()
+    assert "Traceback" not in done.stderr
+    for name in ("mm", "lu", "sor", "ep", "nqueens"):
+        assert (tmp_path / "demo" / name / "events.parquet").is_file()
+        report = tmp_path / "demo" / name / "report.html"
+        assert report.is_file() and str(report) in done.stdout
+    assert "finding:" in done.stdout
+    bad = mpiscope_cli(["demo", "--only", "mm,fft"], env=MPICH.environ(), cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "fft" in bad.stderr

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, mpiscope_cli, require
+from tests.conftest import EXAMPLES, mpiscope_cli, require
 
 from mpiscope.mapping.mapfile import write_map_csv
 from mpiscope.mapping.metrics import link_loads

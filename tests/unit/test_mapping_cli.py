@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import mpiscope_cli, require
+from tests.conftest import mpiscope_cli, require
 
 from mpiscope.mapping.mapfile import read_map
 from mpiscope.mapping.topology import parse_network

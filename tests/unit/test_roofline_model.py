@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import mpiscope_cli
+from tests.conftest import mpiscope_cli
 
 from mpiscope.errors import UsageError
 from mpiscope.roofline import flops, results

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import mpiscope_cli
+from tests.conftest import mpiscope_cli
 
 from mpiscope.errors import UsageError
 from mpiscope.mapping.topology import Network

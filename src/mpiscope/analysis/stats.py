@@ -61,26 +61,32 @@ class Stats:
 
 
 def summarize(trace: Trace, top: int = 20) -> Stats:
-    ev = trace.events().with_columns((pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"))
-    msgs = trace.messages()
-    is_env = pl.col("call").cast(pl.Utf8).is_in(ENV_CALLS)
+    # One scan of each table feeds every figure (collect_all shares it), and calls are compared
+    # by their Enum codes: casting 10 M call names to strings took most of the time.
+    names = [str(c) for c in getattr(trace.events().collect_schema()["call"], "categories", [])]
+    code = {n: i for i, n in enumerate(names)}
+
+    def calls_in(wanted: list[str]) -> pl.Expr:
+        return pl.col("call").to_physical().is_in([code[n] for n in wanted if n in code])
+
+    ev = trace.events().select("rank", "call", "t_enter_ns", "t_leave_ns", "bytes", "coll_id", "callsite").with_columns(
+        (pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"), calls_in(ENV_CALLS).alias("env"))
+    msgs = trace.messages().select("src", "dst", "bytes")
     span = ev.group_by("rank").agg(
-        pl.col("t_leave_ns").filter(pl.col("call").cast(pl.Utf8).is_in(["MPI_Init", "MPI_Init_thread"]))
-        .max().alias("t_start"),
-        pl.col("t_enter_ns").filter(pl.col("call").cast(pl.Utf8) == "MPI_Finalize").min().alias("t_fin"),
+        pl.col("t_leave_ns").filter(calls_in(["MPI_Init", "MPI_Init_thread"])).max().alias("t_start"),
+        pl.col("t_enter_ns").filter(calls_in(["MPI_Finalize"])).min().alias("t_fin"),
         pl.col("t_enter_ns").min().alias("t_first"),
         pl.col("t_leave_ns").max().alias("t_last"),
-        pl.col("dur_ns").filter(~is_env).sum().alias("mpi_time_ns"),
+        pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
         pl.len().alias("calls"),
+        pl.col("bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_sent"),
     )
     sent = msgs.group_by(pl.col("src").alias("rank")).agg(
         pl.len().alias("messages_sent"), pl.col("bytes").sum().alias("bytes_sent"))
     recv = msgs.group_by(pl.col("dst").alias("rank")).agg(
         pl.len().alias("messages_received"), pl.col("bytes").sum().alias("bytes_received"))
-    coll = ev.filter(pl.col("coll_id").is_not_null()).group_by("rank").agg(
-        pl.col("bytes").sum().alias("collective_bytes_sent"))
-    per_rank = (
-        span.join(sent, on="rank", how="left").join(recv, on="rank", how="left").join(coll, on="rank", how="left")
+    per_rank_q = (
+        span.join(sent, on="rank", how="left").join(recv, on="rank", how="left")
         .with_columns(
             (pl.coalesce("t_fin", "t_last") - pl.coalesce("t_start", "t_first")).alias("app_time_ns"))
         .with_columns((pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
@@ -88,29 +94,33 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
                                                    "bytes_received", "collective_bytes_sent")])
-        .sort("rank").collect()
+        .sort("rank")
     )
-    mpi_total = max(int(per_rank["mpi_time_ns"].sum()), 1)
-    per_call = (
-        ev.filter(~is_env).group_by(pl.col("call").cast(pl.Utf8))
+    mpi_calls = ev.filter(~pl.col("env"))
+    per_call_q = (
+        mpi_calls.group_by("call")
         .agg(pl.len().alias("count"), pl.col("dur_ns").sum().alias("total_ns"),
              pl.col("dur_ns").mean().alias("mean_ns"), pl.col("dur_ns").max().alias("max_ns"),
              pl.col("bytes").sum().alias("bytes"), pl.col("bytes").mean().alias("mean_bytes"))
-        .with_columns((100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi"))
-        .sort("total_ns", descending=True).collect()
+        .with_columns(pl.col("call").cast(pl.Utf8))
+        .sort("total_ns", descending=True)
     )
-    callsites = (
-        ev.filter(~is_env).group_by(pl.col("call").cast(pl.Utf8), "callsite")
+    callsites_q = (
+        mpi_calls.group_by("call", "callsite")
         .agg(pl.len().alias("count"), pl.col("rank").n_unique().alias("ranks"),
              pl.col("dur_ns").sum().alias("total_ns"), pl.col("dur_ns").mean().alias("mean_ns"),
              pl.col("dur_ns").max().alias("max_ns"), pl.col("bytes").sum().alias("bytes"))
-        .with_columns((100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi"))
-        .sort("total_ns", descending=True).head(top).collect()
+        .with_columns(pl.col("call").cast(pl.Utf8))
+        .sort("total_ns", descending=True).head(top)
     )
-    pairs = (
+    pairs_q = (
         msgs.group_by("src", "dst").agg(pl.len().alias("messages"), pl.col("bytes").sum().alias("bytes"))
-        .sort(["bytes", "messages", "src", "dst"], descending=[True, True, False, False]).head(top).collect()
+        .sort(["bytes", "messages", "src", "dst"], descending=[True, True, False, False]).head(top)
     )
+    per_rank, per_call, callsites, pairs = pl.collect_all([per_rank_q, per_call_q, callsites_q, pairs_q])
+    mpi_total = max(int(per_rank["mpi_time_ns"].sum()), 1)
+    pct = (100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi")
+    per_call, callsites = per_call.with_columns(pct), callsites.with_columns(pct)
     counts = trace.manifest.get("counts", {})
     return Stats(
         run_id=str(trace.manifest.get("run_id", "")), ranks=trace.ranks, per_rank=per_rank,

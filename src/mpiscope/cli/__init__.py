@@ -26,6 +26,11 @@ VERBS = {
     "roofline": "roofline",
     "sim": "sim",
     "bench": "bench",
+    "rebalance": "rebalance",
+    "diagnose": "diagnose",
+    "export": "export",
+    "report": "report",
+    "view": "view",
 }
 
 

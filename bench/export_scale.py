@@ -1,0 +1,187 @@
+"""Export time and peak memory of `mpiscope export` to OTF2 and Perfetto, on a generated
+64-rank trace of 10 million records (nonblocking ring exchange + allreduce, merged first).
+Targets (issue 20): <= 60 s per format for 10 million events, memory independent of the
+trace's length.
+
+Memory: the exporters stream rank by rank, so their peak follows the longest rank, not
+the trace. Two more traces show it: "small" (64 ranks, 1/10 of the records: ranks ten
+times shorter) and "wide" (640 ranks, as many records as the large one: ranks as long as
+the small trace's). Each export runs in a child process; this process polls the peak RSS
+(VmHWM) of it and of its worker processes every 0.1 s. Traces are generated and merged in
+another child, so that this process stays small.
+
+    python bench/export_scale.py [--ranks 64] [--events 10000000] [--workers N] [--no-wide] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mpiscope import output
+
+GENERATE = """
+import sys
+from pathlib import Path
+from mpiscope.trace.merge import merge_trace
+from mpiscope.trace.synthetic import halo_trace
+print(halo_trace(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])))
+merge_trace(Path(sys.argv[1]))
+"""
+EXPORT = """
+import json, sys
+from pathlib import Path
+from mpiscope.trace import open_trace
+from mpiscope.export.{fmt} import export_{fmt} as export
+if __name__ == "__main__":
+    w = int(sys.argv[3]) if sys.argv[3] != "-" else None
+    r = export(open_trace(sys.argv[1], merge=False), Path(sys.argv[2]), workers=w)
+    print(json.dumps({{"events": r.events, "records": r.records}}))
+"""
+FORMATS = ("otf2", "perfetto")
+
+
+def generate(where: Path, ranks: int, records: int) -> tuple[int, float]:
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", GENERATE, str(where), str(ranks), str(records)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout.split()[0]), time.perf_counter() - t0
+
+
+def _hwm(pid: int) -> int:
+    """Peak RSS (VmHWM) of a live process in bytes, 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM")), 0)
+    except OSError:
+        return 0
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def export_once(trace: Path, fmt: str, out: Path, workers: int | None) -> dict[str, float]:
+    """Wall seconds, CPU seconds (all processes), peak RSS of the export process and of its
+    largest worker, and output size of one export."""
+    script = out.parent / f"export_{fmt}.py"
+    script.write_text(EXPORT.format(fmt=fmt))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(trace), str(out), str(workers or "-")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    peaks: dict[int, int] = {}
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        for p in [proc.pid, *_children(proc.pid)]:
+            peaks[p] = max(peaks.get(p, 0), _hwm(p))
+        time.sleep(0.1)
+    seconds = time.perf_counter() - t0
+    stdout = proc.stdout.read() if proc.stdout else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"export {fmt} of {trace} failed with status {status}")
+    figures = json.loads(stdout.strip().splitlines()[-1])
+    size = (
+        sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) if out.is_dir() else out.stat().st_size
+    )
+    shutil.rmtree(out) if out.is_dir() else out.unlink()
+    workers_peak = max((v for p, v in peaks.items() if p != proc.pid), default=0)
+    return {
+        "seconds": seconds,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "output_bytes": size,
+        **figures,
+        "main_rss_bytes": peaks.get(proc.pid, 0),
+        "worker_rss_bytes": workers_peak,
+        "peak_rss_bytes": max(peaks.values(), default=0),
+    }
+
+
+def report(fmt: str, runs: dict[str, dict[str, float]], ranks: dict[str, int]) -> None:
+    mib = 2**20
+    big = runs["large"]
+    print(
+        f"  {fmt:8s} {big['events']:,.0f} calls -> {big['records']:,.0f} records in {big['seconds']:.1f} s "
+        f"(CPU {big['cpu_s']:.1f} s in all processes); target 60 s -> ratio {big['seconds'] / 60:.2f}; "
+        f"output {big['output_bytes'] / mib:.0f} MiB"
+    )
+    for label, r in runs.items():
+        per_rank = r["events"] / ranks[label]
+        print(
+            f"  {'':8s} {label:5s} {ranks[label]:4d} ranks x {per_rank:9,.0f} calls: peak RSS export process "
+            f"{r['main_rss_bytes'] / mib:4.0f} MiB, largest worker {r['worker_rss_bytes'] / mib:4.0f} MiB "
+            f"({r['seconds']:.1f} s)"
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--workers", type=int, default=None, help="export processes (default: the usable cores)")
+    ap.add_argument("--no-wide", action="store_true", help="skip the 10x-ranks trace")
+    ap.add_argument("--json", help="write the figures as JSON")
+    args = ap.parse_args()
+    shapes = {"small": (args.ranks, args.events // 10), "large": (args.ranks, args.events)}
+    if not args.no_wide:
+        shapes["wide"] = (args.ranks * 10, args.events)
+    work = Path(tempfile.mkdtemp(prefix="mpiscope-export-bench-"))
+    try:
+        sizes = {label: generate(work / label, r, n) for label, (r, n) in shapes.items()}
+        load_before = os.getloadavg()[0]
+        runs = {
+            fmt: {
+                label: export_once(work / label, fmt, work / f"out-{label}-{fmt}", args.workers)
+                for label in shapes
+            }
+            for fmt in FORMATS
+        }
+        result = {
+            "schema": "mpiscope.bench.export/1",
+            "machine": platform.node(),
+            "cpus": os.cpu_count(),
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg()[0],
+            "workers": args.workers,
+            "shapes": {k: {"ranks": r, "records": sizes[k][0]} for k, (r, _) in shapes.items()},
+            "generate_and_merge_s": {k: v[1] for k, v in sizes.items()},
+            "exports": runs,
+            "target_s": 60.0,
+        }
+        print(
+            f"export of generated traces ({os.cpu_count()} CPUs, load average {load_before:.1f} before, "
+            f"{os.getloadavg()[0]:.1f} after; workers: {args.workers or 'usable cores'})"
+        )
+        for fmt, r in runs.items():
+            report(fmt, r, {k: v[0] for k, v in shapes.items()})
+        output.emit_json(result, args.json)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The diagnosis of a trace: wait states and their causes, the critical path, load
+imbalance, hot spots, and the findings in plain words (`mpiscope diagnose`).
+
+    from mpiscope.analysis.diagnose import diagnose
+    d = diagnose(open_trace("trace"))
+    d.to_json()      # "schema": "mpiscope.diagnose/1"; the report embeds it
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from mpiscope.analysis.critical import CriticalPath, critical_path
+from mpiscope.analysis.findings import Finding, build_findings
+from mpiscope.analysis.frames import Frames, load_frames, rank_times
+from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
+from mpiscope.analysis.imbalance import Imbalance, phases_of
+from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT, wait_events, wait_state_rows
+from mpiscope.errors import UsageError
+from mpiscope.trace import Trace
+
+SCHEMA = "mpiscope.diagnose/1"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    run_id: str
+    trace_dir: str
+    ranks: int
+    eager_limit: int
+    per_rank: pl.DataFrame          # rank, app_ns, mpi_ns, wait_ns
+    wait_states: pl.DataFrame       # wait_state_rows()
+    critical_path: CriticalPath
+    imbalance: Imbalance | None
+    hot_spots: list[HotSpot]
+    findings: list[Finding]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.imbalance is not None:
+            imbalance = self.imbalance.to_json()
+        else:
+            imbalance = {"phase_count": 0, "grouped": False, "phases_per_entry": 1, "phases": [], "total": None}
+        return {
+            "schema": SCHEMA,
+            "run_id": self.run_id,
+            "trace_dir": self.trace_dir,
+            "ranks": self.ranks,
+            "eager_limit_bytes": self.eager_limit,
+            "wait_states": self.wait_states.to_dicts(),
+            "imbalance": imbalance,
+            "hot_spots": [h.to_json() for h in self.hot_spots],
+            "hot_spot_ratio": HOT_SPOT_RATIO,
+            "critical_path": self.critical_path.to_json(),
+            "findings": [f.to_json() for f in self.findings],
+            "per_rank": [{"rank": r["rank"], "app_seconds": r["app_ns"] / 1e9, "mpi_seconds": r["mpi_ns"] / 1e9,
+                          "wait_seconds": r["wait_ns"] / 1e9} for r in self.per_rank.iter_rows(named=True)],
+            "notes": self.notes,
+        }
+
+
+def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
+    """Diagnose a trace; `eager_limit` (bytes): the smallest MPI_Send/Isend that waits for its receive."""
+    return diagnose_frames(load_frames(trace), eager_limit)
+
+
+def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
+    if eager_limit < 0:
+        raise UsageError(f"eager limit {eager_limit} is negative; give a size in bytes, e.g. --eager-limit 65536")
+    if f.events.height == 0:
+        raise UsageError(f"{f.path} holds no MPI calls; record a run that calls MPI: "
+                         f"mpiscope run --out {f.path} --force -- mpiexec -n 4 ./app")
+    notes = []
+    neighbour = f.code_table(frozenset(n for n in f.call_names if "eighbor_" in n))[f.call_codes()]
+    if neighbour.any():
+        notes.append(f"{int(neighbour.sum())} neighbourhood collective calls are not diagnosed: the trace does not "
+                     f"record the neighbours their waiting depends on")
+    waits = wait_events(f, eager_limit)
+    times = rank_times(f)
+    try:
+        imbalance: Imbalance | None = phases_of(f, times)
+    except UsageError as e:
+        imbalance = None
+        notes.append(f"no load-imbalance phases: {e}")
+    per_wait = waits.group_by("rank").agg(pl.col("wait_ns").sum())
+    per_rank = (times.select("rank", "app_ns", "mpi_ns").join(per_wait, on="rank", how="left")
+                .with_columns(pl.col("wait_ns").fill_null(0)).sort("rank"))
+    spots = hot_spots(f)
+    trace = str(f.path)
+    return Diagnosis(
+        run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
+        wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
+        hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace), notes=notes,
+    )

@@ -1,0 +1,198 @@
+"""Findings: the diagnosis in plain words, each with its evidence and what to do.
+
+Every finding carries `seconds`, the time it costs summed over the ranks concerned
+(rank-seconds), so that findings of different kinds sort on one scale. Findings
+under MIN_SHARE of the run's rank-seconds (the sum of every rank's time from
+MPI_Init to MPI_Finalize) are dropped, except hot spots, which name a structure
+rather than a cost. A run is called communication-bound when its ranks spend
+COMM_BOUND_SHARE of their time or more in MPI without waiting for another rank
+(moving data, or the MPI's own overhead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from mpiscope.analysis.hotspots import HotSpot
+from mpiscope.analysis.imbalance import Imbalance
+
+MIN_SHARE = 0.01
+COMM_BOUND_SHARE = 0.25
+# The late rank's extra computation before its late call explains a wait when it is
+# at least this share of the mean wait; below, the text says the rank was held up earlier.
+DELAY_EXPLAINS = 0.1
+# Below this imbalance (100·(max − mean)/max over the run) the spread of computation is within
+# what scheduling noise gives a balanced program on a shared node: no finding.
+IMBALANCE_MIN_PCT = 5.0
+HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out work in larger pieces or from "
+                   "the workers to each other, so that no single rank handles most messages")
+
+LABEL = {"late_sender": "late sender", "late_sender_wrong_order": "late sender, wrong order",
+         "late_receiver": "late receiver", "wait_at_barrier": "wait at barrier", "wait_at_nxn": "wait at N×N",
+         "late_broadcast": "late broadcast", "early_reduce": "early reduce"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    text: str
+    seconds: float
+    ranks: list[int]
+    suggestion: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "seconds": self.seconds, "ranks": self.ranks,
+                "suggestion": self.suggestion, **self.evidence}
+
+
+def fmt_s(seconds: float) -> str:
+    """0.2 -> '0.200 s', 0.04 -> '40.0 ms' (text only; the JSON keeps the numbers)."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}" if unit != "s" else f"{seconds:.3f} s"
+    return f"{seconds * 1e9:.0f} ns"
+
+
+def fmt_ranks(ranks: list[int]) -> str:
+    """[0, 1, 2, 5] -> 'ranks 0-2, 5'; [3] -> 'rank 3'."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    parts, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return "ranks " + ", ".join(parts)
+
+
+def _suggestion(pattern: str, trace: str, ranks: int) -> str:
+    rebalance = f"balance that work: mpiscope rebalance {trace} --shares ROWSx{ranks}"
+    return {
+        "late_sender": rebalance,
+        "late_sender_wrong_order": f"receive the messages in the order they are sent (MPI_ANY_SOURCE, or an "
+                                   f"MPI_Irecv per sender and MPI_Waitany), and {rebalance}",
+        "late_receiver": f"post the receive before the computation (MPI_Irecv early) or let the send go on "
+                         f"(MPI_Isend, or MPI_Send below the eager limit), or {rebalance}",
+        "wait_at_barrier": f"{rebalance}; or drop the barrier if nothing depends on it",
+        "wait_at_nxn": rebalance,
+        "late_broadcast": "let the broadcast adapt to the late root: mpiscope run --bcast adaptive -- ...; "
+                          "or move work off the root",
+        "early_reduce": f"the root arrives first: give the root more of the work, or {rebalance}",
+    }[pattern]
+
+
+def _cause_text(r: dict[str, Any]) -> str:
+    late = f"rank {r['cause_rank']}"
+    where = f"{r['cause_call']} at {r['cause_callsite'] or '?'}"
+    # a delay well below the wait does not explain it: the late rank was itself held up before
+    if r["delay_ns"] > DELAY_EXPLAINS * r["wait_ns"] / r["instances"]:
+        return f"{late} computed {fmt_s(r['delay_ns'] / 1e9)} longer before {where}"
+    return (f"{late} did not compute noticeably longer just before {where}: it was held up earlier "
+            f"(see the critical path)")
+
+
+def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[int] = frozenset()) -> list[Finding]:
+    """One finding per waiting call site and cause: who waited, where, for whom, and why. Waits for
+    a hot spot (a master serving the others) are cured by spreading its work, not by rebalancing."""
+    keys = ["pattern", "call", "callsite", "cause_rank", "cause_call", "cause_callsite"]
+    groups = (waits.group_by(keys).agg(pl.col("wait_ns").sum(), pl.len().alias("instances"),
+                                       pl.col("rank").unique().sort().alias("ranks"), pl.col("delay_ns").mean(),
+                                       pl.col("cause_from_callsite").drop_nulls().first())
+              .with_columns(pl.col(c).cast(pl.Utf8) for c in ("pattern", "call", "callsite", "cause_call",
+                                                              "cause_callsite", "cause_from_callsite")))
+    out = []
+    for r in groups.iter_rows(named=True):  # one row per call site and cause, not per event
+        p, who = r["pattern"], fmt_ranks(r["ranks"])
+        seconds = r["wait_ns"] / 1e9
+        whom = {"late_broadcast": f"the root, rank {r['cause_rank']}",
+                "early_reduce": f"rank {r['cause_rank']}, the first to contribute",
+                "late_receiver": f"rank {r['cause_rank']} to post its receive"}.get(p, f"rank {r['cause_rank']}")
+        text = (f"{who} waited {fmt_s(seconds)} in {r['call']} at {r['callsite'] or '?'} for {whom} "
+                f"({LABEL[p]}, {r['instances']} time{'s' if r['instances'] != 1 else ''}); {_cause_text(r)}")
+        evidence = {"pattern": p, "call": r["call"], "callsite": r["callsite"], "instances": r["instances"],
+                    "cause_rank": r["cause_rank"], "cause_call": r["cause_call"],
+                    "cause_callsite": r["cause_callsite"], "cause_from_callsite": r["cause_from_callsite"],
+                    "delay_seconds_per_instance": r["delay_ns"] / 1e9}
+        if r["cause_rank"] in hot:
+            text += f"; rank {r['cause_rank']} is a hot spot that the others wait for"
+            advice = HOT_SPOT_ADVICE
+        else:
+            advice = _suggestion(p, trace, ranks)
+        out.append(Finding(p, text, seconds, r["ranks"], advice, evidence))
+    return out
+
+
+def imbalance_finding(imb: Imbalance, trace: str) -> Finding | None:
+    if not imb.phases:
+        return None
+    tot = imb.totals()
+    lost = tot["lost_seconds"]
+    if lost <= 0 or tot["imbalance_pct"] < IMBALANCE_MIN_PCT:
+        return None
+    worst = max(imb.phases, key=lambda p: p.lost_ns)
+    crit, n = tot["critical_rank"], len(imb.phases)
+    comp = tot["compute_seconds"]
+    mean = sum(comp) / len(comp)
+    text = (f"the computation is unevenly spread over the ranks: over {n} phase{'s' if n != 1 else ''} "
+            f"(cut at the collectives all ranks take part in) rank {crit} computed longest, {fmt_s(comp[crit])} "
+            f"against a mean of {fmt_s(mean)} (imbalance {tot['imbalance_pct']:.1f} %); evening out every phase "
+            f"would shorten the run by up to {fmt_s(lost)}; the worst is phase {worst.index} "
+            f"(closed by {worst.closing_call}: imbalance {worst.imbalance_pct:.1f} %, rank {worst.critical_rank} "
+            f"computed {fmt_s(max(worst.compute_ns) / 1e9)})")
+    suggestion = (f"give each rank work in proportion to its speed: mpiscope rebalance {trace} "
+                  f"--shares ROWSx{imb.ranks} --phase {worst.index}")
+    return Finding("imbalance", text, lost * imb.ranks, [crit], suggestion,
+                   {"imbalance_pct": tot["imbalance_pct"], "critical_rank": crit, "worst_phase": worst.index,
+                    "lost_seconds": lost})
+
+
+def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int]) -> list[Finding]:
+    out = []
+    for rank in dict.fromkeys(h.rank for h in spots):
+        mine = [h for h in spots if h.rank == rank]
+        top = mine[0]
+        what = top.measure.replace("_", " ")
+        text = (f"rank {rank} is a hot spot: it handles {100 * top.share:.0f} % of all {what} "
+                f"({top.value:,} of {top.total:,}, {top.ratio:.1f}× the mean of the ranks)")
+        waited = caused_ns.get(rank, 0) / 1e9
+        if waited > 0:
+            text += f"; other ranks waited {fmt_s(waited)} for it"
+        out.append(Finding("hot_spot", text, waited, [rank], HOT_SPOT_ADVICE,
+                           {"measures": [h.to_json() for h in mine]}))
+    return out
+
+
+def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str) -> Finding | None:
+    app = int(times["app_ns"].sum())
+    busy = int(times["mpi_ns"].sum()) - sum(wait_ns.values())
+    if app <= 0 or busy < COMM_BOUND_SHARE * app:
+        return None
+    text = (f"the ranks spend {100 * busy / app:.0f} % of their time in MPI without waiting for each other "
+            f"({fmt_s(busy / 1e9)} of {fmt_s(app / 1e9)} summed over the ranks): the run is communication-bound")
+    return Finding("communication_bound", text, busy / 1e9, times["rank"].to_list(),
+                   f"place the ranks so that partners are close on a mesh or torus: mpiscope map --trace {trace} "
+                   f"--network torus:XxYxZ; or send fewer, larger messages",
+                   {"mpi_busy_pct": 100 * busy / app})
+
+
+def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
+                   trace: str) -> list[Finding]:
+    """All findings, largest first."""
+    ranks = times.height
+    per_rank = waits.group_by("rank").agg(pl.col("wait_ns").sum())
+    wait_ns = dict(zip(per_rank["rank"].to_list(), per_rank["wait_ns"].to_list()))
+    caused = waits.group_by("cause_rank").agg(pl.col("wait_ns").sum())
+    caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
+    found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots))
+    for extra in (imbalance_finding(imb, trace) if imb else None, comm_bound_finding(times, wait_ns, trace)):
+        if extra:
+            found.append(extra)
+    floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9
+    found = [x for x in found if x.seconds >= floor] + hot_spot_findings(spots, caused_ns)
+    return sorted(found, key=lambda x: -x.seconds)

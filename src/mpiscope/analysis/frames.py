@@ -1,0 +1,154 @@
+"""The columns of a trace that the diagnosis needs, in memory once, with event ids as row numbers.
+
+Every diagnosis step (wait states, critical path, phases, hot spots) reads the same
+few columns; loading them once and gathering by event id (events.parquet's `event`
+is its row number) replaces joins on 10 M rows by array lookups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from mpiscope.errors import TraceCorrupt
+from mpiscope.trace import Trace
+
+# Not communication: stats.py leaves them out of the time in MPI too.
+ENV_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol")
+INIT_CALLS = ("MPI_Init", "MPI_Init_thread")
+
+EVENT_COLUMNS = ("event", "rank", "call", "t_enter_ns", "t_leave_ns", "completed_by", "coll_id", "root",
+                 "callsite")
+MESSAGE_COLUMNS = ("src", "dst", "bytes", "t_send_enter_ns", "t_recv_enter_ns", "send_event", "recv_event")
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Frames:
+    """events (row = event id, `call` an Enum), messages, and the world size."""
+    path: Path
+    run_id: str
+    ranks: int
+    events: pl.DataFrame
+    messages: pl.DataFrame
+    # NumPy copies of columns, made once: every step reads the times, calls and ranks
+    _arrays: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def call_names(self) -> list[str]:
+        """Call name of each code of the `call` column (its Enum categories)."""
+        dtype = self.events.schema["call"]
+        assert isinstance(dtype, pl.Enum)
+        return list(dtype.categories.to_list())
+
+    def call_codes(self) -> npt.NDArray[np.int64]:
+        if "call" not in self._arrays:
+            self._arrays["call"] = self.events["call"].to_physical().to_numpy().astype(np.int64)
+        return self._arrays["call"]
+
+    def code_table(self, names: set[str] | frozenset[str] | tuple[str, ...]) -> npt.NDArray[np.bool_]:
+        """A lookup table over call codes: True where the call's name is in `names`."""
+        return np.array([n in names for n in self.call_names] or [False], dtype=bool)
+
+    def column(self, name: str) -> I64:
+        """An events column as int64, nulls as -1 (read-only: it is shared)."""
+        if name not in self._arrays:
+            s = self.events[name]
+            # without nulls an Int64 column is handed over without a copy (10 M rows: 80 MB each)
+            a = (s.to_numpy() if s.null_count() == 0 else s.fill_null(-1).to_numpy()).astype(np.int64, copy=False)
+            if a.flags.writeable:
+                a.flags.writeable = False
+            self._arrays[name] = a
+        return self._arrays[name]
+
+    def previous_on_rank(self, event: I64) -> I64:
+        """The event before each event on the same rank, -1 for a rank's first event."""
+        rank = self.column("rank")
+        prev = event - 1
+        ok = (prev >= 0) & (rank[np.maximum(prev, 0)] == rank[event])
+        return np.where(ok, prev, -1)
+
+
+def frames_from(events: pl.DataFrame, messages: pl.DataFrame, ranks: int, run_id: str = "",
+                path: Path = Path(".")) -> Frames:
+    """Frames from in-memory tables (the trace's, or made up by a test); `call` may be a string."""
+    missing = [c for c in EVENT_COLUMNS if c not in events.columns] + \
+        [c for c in MESSAGE_COLUMNS if c not in messages.columns]
+    if missing:
+        raise TraceCorrupt(f"the tables of {path} lack the columns {', '.join(missing)}; "
+                           f"merge the trace again: mpiscope merge {path}")
+    if not isinstance(events.schema["call"], pl.Enum):
+        events = events.with_columns(pl.col("call").cast(pl.Enum(sorted(events["call"].unique().to_list()))))
+    if not isinstance(events.schema["callsite"], pl.Categorical):
+        events = events.with_columns(pl.col("callsite").cast(pl.Utf8).fill_null("").cast(pl.Categorical))
+    n = events.height
+    if n and not events["rank"].is_sorted():
+        raise TraceCorrupt(f"the events of {path}/events.parquet are not in rank order; "
+                           f"merge the trace again: mpiscope merge {path}")
+    if n and (events["event"][0] != 0 or events["event"][n - 1] != n - 1
+              or not bool((events["event"].diff().drop_nulls() == 1).all())):
+        raise TraceCorrupt(f"the event ids of {path}/events.parquet are not its row numbers; "
+                           f"merge the trace again: mpiscope merge {path}")
+    world = max(ranks, int(events["rank"].cast(pl.Int64).max() or 0) + 1) if n else ranks  # type: ignore[arg-type]
+    return Frames(path, run_id, world, events.select(EVENT_COLUMNS), messages.select(MESSAGE_COLUMNS))
+
+
+def _read(trace: Trace, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    scan = {"events": trace.events, "messages": trace.messages}[name]
+    try:
+        return scan().select(columns).collect()
+    except (pl.exceptions.PolarsError, OSError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise TraceCorrupt(f"{trace.path / name}.parquet cannot be read ({first}); "
+                           f"merge the trace again: mpiscope merge {trace.path}") from e
+
+
+def load_frames(trace: Trace) -> Frames:
+    """The diagnosis' columns of a trace (events, messages)."""
+    return frames_from(_read(trace, "events", EVENT_COLUMNS), _read(trace, "messages", MESSAGE_COLUMNS),
+                       trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)
+
+
+def mpi_ns_before(f: Frames) -> I64:
+    """Time in MPI of all events before each event id (n + 1 values): each event counts its
+    duration, 0 for ENV_CALLS and calls that never returned. Made once per Frames."""
+    if "mpi_before" not in f._arrays:
+        enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
+        env = f.code_table(ENV_CALLS)[f.call_codes()]
+        before = np.zeros(enter.size + 1, np.int64)
+        np.cumsum(np.where(env | (leave < 0), 0, leave - enter), out=before[1:])
+        before.flags.writeable = False
+        f._arrays["mpi_before"] = before
+    return f._arrays["mpi_before"]
+
+
+def rank_times(f: Frames) -> pl.DataFrame:
+    """Per rank: t_start_ns (leave of MPI_Init, else first entry), t_end_ns (entry of
+    MPI_Finalize, else last leave), mpi_ns (time in calls other than ENV_CALLS) and
+    app_ns, as stats.py counts them; null times for a rank without events."""
+    enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
+    codes, rank = f.call_codes(), f.column("rank")
+    bounds = np.searchsorted(rank, np.arange(f.ranks + 1))  # events are in rank order
+    has = bounds[1:] > bounds[:-1]
+    init, fin = f.code_table(INIT_CALLS)[codes], f.code_table(("MPI_Finalize",))[codes]
+    init_leave = np.full(f.ranks, -1, np.int64)
+    np.maximum.at(init_leave, rank[init], leave[init])
+    fin_enter = np.full(f.ranks, -1, np.int64)
+    fin_enter[rank[fin][::-1]] = enter[fin][::-1]  # the first MPI_Finalize of each rank
+    last_leave = np.full(f.ranks, -1, np.int64)
+    if rank.size:
+        last_leave[has] = np.maximum.reduceat(np.maximum(leave, enter), bounds[:-1][has])
+    first_enter = enter[np.minimum(bounds[:-1], max(rank.size - 1, 0))] if rank.size else np.zeros(f.ranks, np.int64)
+    start = np.where(init_leave >= 0, init_leave, first_enter)
+    end = np.where(fin_enter >= 0, fin_enter, last_leave)
+    before = mpi_ns_before(f)
+    return pl.DataFrame({
+        "rank": np.arange(f.ranks, dtype=np.int32), "t_start_ns": start, "t_end_ns": end,
+        "mpi_ns": before[bounds[1:]] - before[bounds[:-1]], "app_ns": np.where(has, np.maximum(end - start, 0), 0),
+        "has": has,
+    }).with_columns(pl.when(pl.col("has")).then(pl.col("t_start_ns", "t_end_ns"))).drop("has")

@@ -1,0 +1,238 @@
+"""Wait states (Scalasca's patterns) and the late calls that caused them.
+
+A wait state is time a rank spends blocked in an MPI call for another rank:
+waiting = min(t_ready, leave of the waiting call) - entry of the waiting call, when
+positive, where t_ready is when the other rank made progress possible:
+
+* late_sender: a receive (Recv, the receive half of Sendrecv, or the call that
+  completed an Irecv) entered before its message's send: t_ready = send entry.
+  late_sender_wrong_order: the same, while a message another send had already
+  posted to this rank was waiting to be received (its receive was posted later).
+* late_receiver: a send that blocks until its receive is posted (MPI_Ssend/Issend
+  always, Send/Isend/Sendrecv at or above the eager limit) and left only after the
+  receive was posted: t_ready = receive posting.
+* wait_at_barrier, wait_at_nxn (all-to-all collectives): t_ready = last entry.
+* late_broadcast (Bcast, Scatter(v); non-roots): t_ready = the root's entry.
+* early_reduce (Reduce, Gather(v); the root): t_ready = the first non-root's entry.
+
+Nonblocking operations wait in the call that completes them (events.completed_by).
+One call can complete several operations (Waitall): its waiting is the largest of
+theirs, never their sum, so a rank never waits longer than it spends in MPI.
+Neighbourhood collectives are left out: the trace does not record the neighbours
+their waiting depends on.
+
+The cause of each wait is the late rank's call (send, receive posting, its entry
+into the collective) and the computation before it: from its previous MPI call to
+that call, whose length is compared to the waiting rank's own computation before
+the wait (Scalasca's short-term delay cost: the wait is charged to that interval).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mpiscope.analysis.frames import I64, Frames
+
+PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
+            "late_broadcast", "early_reduce")
+PATTERN = {name: code for code, name in enumerate(PATTERNS)}
+PATTERN_ENUM = pl.Enum(PATTERNS)
+
+# Messages of at least this many bytes are sent by rendezvous (the send waits for
+# the receive). MPICH's shared-memory and network eager limits are 16-64 KiB,
+# Open MPI's 4 KiB (shared memory) to 64 KiB (TCP); below the limit a late
+# receiver can still show when the send left after the receive was posted, but
+# then the send was not waiting for it, so those are not counted.
+DEFAULT_EAGER_LIMIT = 64 * 1024
+
+# Causes listed per wait-state row in the JSON (the largest; the seconds of all
+# causes are in the row's `seconds`).
+TOP_CAUSES = 10
+
+
+def _variants(*names: str) -> frozenset[str]:
+    """A blocking collective with its nonblocking and large-count variants."""
+    out: set[str] = set()
+    for n in names:
+        nb = "MPI_I" + n[4].lower() + n[5:]
+        out |= {n, n + "_c", nb, nb + "_c"}
+    return frozenset(out)
+
+
+BARRIER = frozenset({"MPI_Barrier", "MPI_Ibarrier"})
+NXN = _variants("MPI_Allreduce", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Allgather",
+                "MPI_Allgatherv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan")
+BROADCAST = _variants("MPI_Bcast", "MPI_Scatter", "MPI_Scatterv")
+REDUCE = _variants("MPI_Reduce", "MPI_Gather", "MPI_Gatherv")
+SYNC_SENDS = frozenset({"MPI_Ssend", "MPI_Ssend_c", "MPI_Issend", "MPI_Issend_c"})
+RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_c", "MPI_Sendrecv",
+                              "MPI_Sendrecv_c", "MPI_Sendrecv_replace", "MPI_Sendrecv_replace_c",
+                              "MPI_Isendrecv", "MPI_Isendrecv_c", "MPI_Isendrecv_replace",
+                              "MPI_Isendrecv_replace_c"})
+
+_CANDIDATE = {"event": pl.Int64, "pattern": pl.UInt8, "ready_ns": pl.Int64, "cause_rank": pl.Int32,
+              "cause_event": pl.Int64}
+
+
+class _Times:
+    """Entry, leave (-1: never left) and completing call of every event, as arrays."""
+
+    def __init__(self, f: Frames) -> None:
+        self.enter = f.column("t_enter_ns")
+        self.leave = f.column("t_leave_ns")
+        self.completed_by = f.column("completed_by")
+
+    def waiting_call(self, start: I64) -> I64:
+        """The call that waits for an operation: the one that completed it, else the call itself."""
+        cb = self.completed_by[start]
+        return np.where(cb >= 0, cb, start)
+
+    def wait(self, call: I64, ready: I64) -> I64:
+        """min(ready, leave) - entry of `call`, at least 0 (0 for a call that never returned)."""
+        leave = self.leave[call]
+        w = np.minimum(ready, leave) - self.enter[call]
+        return np.where(leave >= 0, np.maximum(w, 0), 0)
+
+
+def _candidates(event: I64, pattern: Any, ready: I64, cause_rank: Any, cause_event: I64) -> pl.DataFrame:
+    return pl.DataFrame({"event": event, "pattern": pattern, "ready_ns": ready, "cause_rank": cause_rank,
+                         "cause_event": cause_event}, schema=_CANDIDATE)
+
+
+def _wrong_order(m: pl.DataFrame, dst: Any, wait_enter: I64) -> Any:
+    """For each receive of rank dst that waited from wait_enter: was a message sent to dst
+    before wait_enter still unreceived, its receive posted only after wait_enter?
+    (The latest posting among the messages sent to dst before t, by an as-of join.)"""
+    sent = (m.select(pl.col("dst"), pl.col("t_send_enter_ns").alias("t"), pl.col("t_recv_enter_ns").alias("posted"))
+            .sort("dst", "t").with_columns(pl.col("posted").cum_max().over("dst").alias("posted_max")))
+    q = pl.DataFrame({"dst": dst, "t": wait_enter, "i": np.arange(len(wait_enter))},
+                     schema={"dst": sent.schema["dst"], "t": pl.Int64, "i": pl.Int64}).sort("dst", "t")
+    j = q.join_asof(sent.select("dst", "t", "posted_max"), on="t", by="dst", allow_exact_matches=False,
+                    check_sortedness=False).sort("i")
+    return (j["posted_max"] > j["t"]).fill_null(False).to_numpy()
+
+
+def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
+    m = f.messages
+    w = tm.waiting_call(m["recv_event"].to_numpy())
+    ready = m["t_send_enter_ns"].to_numpy()
+    keep = tm.wait(w, ready) > 0
+    m, w, ready = m.filter(pl.Series(keep)), w[keep], ready[keep]
+    wrong = _wrong_order(f.messages, m["dst"].to_numpy(), tm.enter[w])
+    pattern = np.where(wrong, PATTERN["late_sender_wrong_order"], PATTERN["late_sender"])
+    return _candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy())
+
+
+def _late_receiver(f: Frames, tm: _Times, eager_limit: int) -> pl.DataFrame:
+    m = f.messages
+    send = m["send_event"].to_numpy()
+    codes = f.call_codes()[send]
+    blocking = f.code_table(SYNC_SENDS)[codes] | (f.code_table(RENDEZVOUS_SENDS)[codes]
+                                                  & (m["bytes"].to_numpy() >= eager_limit))
+    w = tm.waiting_call(send)
+    ready = m["t_recv_enter_ns"].to_numpy()
+    # only a send that was still inside its (completion) call when the receive was posted waited for it
+    keep = blocking & (tm.leave[w] > ready) & (tm.wait(w, ready) > 0)
+    m = m.filter(pl.Series(keep))
+    return _candidates(w[keep], PATTERN["late_receiver"], ready[keep], m["dst"], m["recv_event"].to_numpy())
+
+
+def _by_instance(coll: I64, t: I64) -> tuple[I64, I64, I64]:
+    """Rows sorted by (instance, entry), each row's instance number, and the first sorted
+    position of each instance."""
+    order = np.lexsort((t, coll))
+    sc = coll[order]
+    new = np.ones(sc.size, bool)
+    new[1:] = sc[1:] != sc[:-1]
+    group = np.empty(coll.size, np.int64)
+    group[order] = np.cumsum(new) - 1
+    return order, group, np.flatnonzero(new)
+
+
+def _collectives(f: Frames, tm: _Times) -> pl.DataFrame:
+    kind_of = np.zeros(len(f.call_names), np.uint8)
+    for code, names in ((1, BARRIER), (2, NXN), (3, BROADCAST), (4, REDUCE)):
+        kind_of |= f.code_table(names).astype(np.uint8) * code
+    coll = f.column("coll_id")
+    idx = np.flatnonzero(coll >= 0)
+    kind = kind_of[f.call_codes()[idx]]
+    idx, kind = idx[kind > 0], kind[kind > 0]
+    if idx.size == 0:
+        return pl.DataFrame(schema=_CANDIDATE)
+    rank, t, root = f.column("rank")[idx], tm.enter[idx], f.column("root")[idx]
+    order, group, first = _by_instance(coll[idx], t)
+    n = first.size
+    last = order[np.append(first[1:], idx.size) - 1]   # the latest entry of each instance
+    is_root = rank == root
+    root_row = np.full(n, -1, np.int64)
+    root_row[group[is_root]] = np.flatnonzero(is_root)
+    contrib = order[(~is_root & (root >= 0))[order]]          # non-roots of rooted instances, by entry
+    first_row = np.full(n, -1, np.int64)
+    seen, at = np.unique(group[contrib], return_index=True)
+    first_row[seen] = contrib[at]
+    # the row each waiting row waited for: the last to enter, the root, the first contributor
+    waited_for = np.select([kind <= 2, (kind == 3) & ~is_root, (kind == 4) & is_root],
+                           [last[group], root_row[group], first_row[group]], -1)
+    ok = waited_for >= 0
+    pattern_of_kind = np.array([0, PATTERN["wait_at_barrier"], PATTERN["wait_at_nxn"], PATTERN["late_broadcast"],
+                                PATTERN["early_reduce"]], np.uint8)
+    src = waited_for[ok]
+    return _candidates(tm.waiting_call(idx[ok]), pattern_of_kind[kind[ok]], t[src], rank[src].astype(np.int32),
+                       idx[src])
+
+
+def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFrame:
+    """One row per call that waited: event, rank, call, callsite, pattern, wait_ns,
+    release_ns (when the wait ended), and its cause: cause_rank, cause_event,
+    cause_call, cause_callsite, cause_from_callsite (the late rank's previous call),
+    cause_time_ns, cause_compute_ns (computation before the late call), delay_ns
+    (that computation minus the waiting rank's own before its wait)."""
+    tm = _Times(f)
+    c = pl.concat([_late_sender(f, tm), _late_receiver(f, tm, eager_limit), _collectives(f, tm)])
+    wait = tm.wait(c["event"].to_numpy(), c["ready_ns"].to_numpy())
+    c = (c.with_columns(pl.Series("wait_ns", wait)).filter(pl.col("wait_ns") > 0)
+         .sort("wait_ns", descending=True).unique("event", keep="first").sort("event"))
+    w, cause = c["event"].to_numpy(), c["cause_event"].to_numpy()
+    ev = f.events
+    prev_cause, prev_w = f.previous_on_rank(cause), f.previous_on_rank(w)
+
+    def compute_before(e: I64, prev: I64) -> I64:
+        return np.where(prev >= 0, tm.enter[e] - tm.leave[np.maximum(prev, 0)], 0)
+
+    cause_compute = compute_before(cause, prev_cause)
+    return pl.DataFrame([
+        c["event"], ev["rank"].gather(w), ev["call"].gather(w), ev["callsite"].gather(w),
+        pl.Series("pattern", PATTERNS, dtype=PATTERN_ENUM).gather(c["pattern"]),
+        c["wait_ns"], pl.Series("release_ns", tm.enter[w] + c["wait_ns"].to_numpy()),
+        c["cause_rank"], c["cause_event"], ev["call"].gather(cause).alias("cause_call"),
+        ev["callsite"].gather(cause).alias("cause_callsite"),
+        ev["callsite"].gather(pl.Series(prev_cause).replace(-1, None)).alias("cause_from_callsite"),
+        pl.Series("cause_time_ns", tm.enter[cause]), pl.Series("cause_compute_ns", cause_compute),
+        pl.Series("delay_ns", cause_compute - compute_before(w, prev_w)),
+    ])
+
+
+def wait_state_rows(waits: pl.DataFrame, top_causes: int = TOP_CAUSES) -> pl.DataFrame:
+    """Per (pattern, rank, call, callsite): instances, seconds and caused_by (the late
+    ranks and call sites, largest first: rank, callsite, seconds, instances,
+    from_callsite, excess_compute_seconds), largest first."""
+    keys = ["pattern", "rank", "call", "callsite"]
+    rows = waits.group_by(keys).agg(pl.len().alias("instances"), (pl.col("wait_ns").sum() / 1e9).alias("seconds"))
+    causes = (
+        waits.group_by(keys + ["cause_rank", "cause_callsite"])
+        .agg((pl.col("wait_ns").sum() / 1e9).alias("seconds"), pl.len().alias("instances"),
+             pl.col("cause_from_callsite").drop_nulls().first().alias("from_callsite"),
+             (pl.col("delay_ns").clip(lower_bound=0).sum() / 1e9).alias("excess_compute_seconds"))
+        .sort("seconds", descending=True)
+        .group_by(keys, maintain_order=True)
+        .agg(pl.struct(pl.col("cause_rank").alias("rank"), pl.col("cause_callsite").cast(pl.Utf8).alias("callsite"),
+                       "seconds", "instances", pl.col("from_callsite").cast(pl.Utf8),
+                       "excess_compute_seconds").head(top_causes).alias("caused_by"))
+    )
+    return (rows.join(causes, on=keys, how="left", nulls_equal=True)
+            .with_columns(pl.col("pattern").cast(pl.Utf8), pl.col("call").cast(pl.Utf8),
+                          pl.col("callsite").cast(pl.Utf8))
+            .sort(["seconds", "rank"], descending=[True, False]))

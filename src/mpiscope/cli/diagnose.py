@@ -1,0 +1,80 @@
+"""Diagnose a trace: wait states and their causes, load imbalance, hot spots, critical path.
+
+  mpiscope diagnose trace                  # top findings and wait states in the terminal
+  mpiscope diagnose trace --json -         # everything as JSON (schema mpiscope.diagnose/1)
+
+Wait states as Scalasca names them (late sender, late receiver, wait at barrier
+and at N×N collectives, late broadcast, early reduce), each with the rank that was
+late and the computation before its late call; phases cut at the collectives all
+ranks take part in, with each rank's computation; findings in plain words with
+what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from rich.markup import escape
+
+from mpiscope import output
+from mpiscope.analysis.diagnose import Diagnosis, diagnose
+from mpiscope.analysis.findings import fmt_s
+from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT
+from mpiscope.errors import UsageError
+from mpiscope.trace import open_trace
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20, "mib": 2**20}
+
+
+def parse_bytes(text: str) -> int:
+    m = re.fullmatch(r"(\d+)\s*([a-z]*)", text.strip().lower())
+    if not m or m.group(2) not in _UNITS:
+        raise UsageError(f"--eager-limit {text!r} is not a size in bytes; write e.g. 65536, 64K or 1M")
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+def prepare_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace_dir", type=Path, metavar="TRACE")
+    p.add_argument("--json", metavar="FILE", help="write the whole diagnosis as JSON (- for stdout)")
+    p.add_argument("--top", type=int, default=10, help="findings and wait-state rows shown (default 10)")
+    p.add_argument("--eager-limit", default=str(DEFAULT_EAGER_LIMIT), metavar="BYTES",
+                   help="MPI_Send/Isend/Sendrecv of at least this many bytes wait for their receive "
+                        f"(rendezvous; default {DEFAULT_EAGER_LIMIT // 1024}K); MPI_Ssend always does")
+
+
+def render(d: Diagnosis, top: int) -> None:
+    if not d.findings:
+        output.text("No finding: no rank waited or computed noticeably longer than the others.")
+    for i, f in enumerate(d.findings[:top], 1):
+        output.text(f"[bold]{i}.[/bold] {escape(f.text)}")
+        output.text(f"   [green]→ {escape(f.suggestion)}[/green]")
+    rows = d.wait_states.head(top).to_dicts()
+    if rows:
+        output.table(f"Wait states (top {len(rows)} of {d.wait_states.height})",
+                     ["pattern", "rank", "call", "call site", "times", "waited", "mostly for", "at"],
+                     [[r["pattern"], r["rank"], r["call"], r["callsite"] or "?", r["instances"], fmt_s(r["seconds"]),
+                       f"rank {r['caused_by'][0]['rank']}", r["caused_by"][0]["callsite"] or "?"] for r in rows],
+                     justify_right_from=4)
+    cp = d.critical_path
+    shares = sorted(enumerate(cp.share_by_rank), key=lambda x: -x[1])[:5]
+    output.text(f"critical path: {fmt_s(cp.seconds)}, by rank: "
+                + ", ".join(f"{r} {100 * s:.0f} %" for r, s in shares if s > 0))
+    if d.imbalance is not None:
+        t = d.imbalance.totals()
+        output.text(f"phases: {t['phase_count']}, imbalance {t['imbalance_pct']:.1f} % over the run, critical rank "
+                    f"{t['critical_rank']}, up to {fmt_s(t['lost_seconds'])} lost")
+    for note in d.notes:
+        output.text(f"[dim]{escape(note)}[/dim]")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.top < 1:
+        raise UsageError(f"--top {args.top} shows nothing; give a positive number, e.g. --top 10")
+    eager_limit = parse_bytes(args.eager_limit)
+    d = diagnose(open_trace(args.trace_dir), eager_limit=eager_limit)
+    if args.json != "-":
+        render(d, args.top)
+    output.emit_json(d.to_json(), args.json)
+    return 0

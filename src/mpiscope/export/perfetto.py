@@ -1,0 +1,323 @@
+"""Perfetto protobuf trace (ui.perfetto.dev, trace_processor) with the `perfetto`
+package's protos.
+
+A process track per rank with a thread track per recorded thread: one slice per MPI call
+(its arguments as debug annotations), flows from each send to the call that delivered the
+message, the nonblocking operations as async slices from start to completion (on as few
+"nonblocking" lanes as overlap needs), and counters of the bytes each rank sent and
+received per time bin. A Perfetto trace is a sequence of TracePacket fields, so packets
+are written in batches as they are made (what the package's StreamingTraceProtoBuilder
+does one packet at a time) and the ranks' parts, made in parallel, are concatenated.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import polars as pl
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import (
+    CounterDescriptor,
+    Trace,
+    TracePacket,
+    TrackEvent,
+)
+
+from mpiscope.export import ExportResult, Progress, staged_output
+from mpiscope.export import streams as S
+from mpiscope.export.pool import run_groups
+from mpiscope.trace import Trace as MTrace
+from mpiscope.trace import open_trace
+
+BATCH = 20_000  # packets per serialized batch
+COUNTER_BINS = 1000  # time bins of the byte counters over the whole trace
+BEGIN, END, COUNTER = TrackEvent.TYPE_SLICE_BEGIN, TrackEvent.TYPE_SLICE_END, TrackEvent.TYPE_COUNTER
+CLEARED, NEEDS = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED, TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+# the call's arguments shown on its slice (the rank-local request id is left out: the
+# nonblocking lanes show what it ties together)
+ARGS = ("comm", "peer", "tag", "bytes", "root", "coll_id")
+
+
+def uuid(kind: int, rank: int, index: int = 0) -> int:
+    """Track uuids: 1 process, 2 thread, 3 nonblocking lane, 4 bytes sent, 5 bytes received;
+    small numbers, since every packet spells its track's uuid as a varint."""
+    return (((rank << 20) | index) << 3) | kind
+
+
+@dataclass(frozen=True)
+class _Plan:
+    trace_dir: str
+    parts_dir: str
+    t0: int
+    bin_ns: int
+
+
+class _Out:
+    """Packets in batches: a serialized Trace holding N packets is N packet fields, so
+    batches written one after the other form one trace."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f, self.trace, self.count = f, Trace(), 0
+
+    def packet(self, ts: int, seq: int) -> Any:
+        if len(self.trace.packet) >= BATCH:
+            self.flush()
+        p = self.trace.packet.add()
+        p.timestamp, p.trusted_packet_sequence_id = ts, seq
+        return p
+
+    def flush(self) -> None:
+        if len(self.trace.packet):
+            self.f.write(self.trace.SerializeToString())
+            self.count += len(self.trace.packet)
+            self.trace = Trace()
+
+
+def _header(out: _Out, trace: MTrace, threads: list[tuple[int, int]], bin_ns: int) -> None:
+    hosts = trace.manifest.get("hosts", {})
+    first: dict[int, int] = {}
+    for rank, thread in sorted(threads):
+        first.setdefault(rank, thread)
+    for i, (rank, thread) in enumerate(sorted(threads)):
+        if thread == first[rank]:
+            d = out.packet(0, 1).track_descriptor
+            d.uuid, d.process.pid = uuid(1, rank), rank + 1
+            d.process.process_name = f"MPI rank {rank}" + (
+                f" ({hosts[str(rank)]})" if str(rank) in hosts else ""
+            )
+            for kind, what in ((4, "sent"), (5, "received")):
+                c = out.packet(0, 1).track_descriptor
+                c.uuid, c.parent_uuid, c.name = (
+                    uuid(kind, rank),
+                    uuid(1, rank),
+                    f"bytes {what} per {bin_ns} ns",
+                )
+                c.counter.unit = CounterDescriptor.UNIT_SIZE_BYTES
+        d = out.packet(0, 1).track_descriptor
+        d.uuid, d.parent_uuid = uuid(2, rank, thread), uuid(1, rank)
+        d.thread.pid, d.thread.tid = rank + 1, 1_000_000 + i  # tids unique in the trace
+        d.thread.thread_name = "main" if thread == 0 else f"thread {thread}"
+
+
+def with_flows(ev: pl.DataFrame, sends: pl.DataFrame, recvs: pl.DataFrame) -> pl.DataFrame:
+    """`ev` with flow ids (message id + 1) leaving each send call and ending at each call that
+    delivered a message (its receive, or the Wait/Test that completed it)."""
+    out = sends.group_by("send_event").agg((pl.col("msg") + 1).alias("fo"))
+    done = S.completion_hosts(ev.lazy(), recvs.lazy(), "recv_event", "t_recv_leave_ns").collect()
+    into = done.group_by("_done_host").agg((pl.col("msg") + 1).alias("fi"))
+    return ev.join(out, left_on="event", right_on="send_event", how="left", maintain_order="left").join(
+        into, left_on="event", right_on="_done_host", how="left", maintain_order="left"
+    )
+
+
+@dataclass
+class _Interned:
+    """A rank's sequence interns its call names, argument names and call sites: the first
+    packet carries the tables (and clears the state), the others refer to them by iid."""
+
+    calls: dict[str, int]
+    args: dict[str, int]
+    sites: dict[str, int]
+
+    @classmethod
+    def write(cls, out: _Out, seq: int, ev: pl.DataFrame) -> _Interned:
+        table = cls(
+            {c: i + 1 for i, c in enumerate(sorted(ev["call"].unique().to_list()))},
+            {a: i + 1 for i, a in enumerate((*ARGS, "callsite"))},
+            {c: i + 1 for i, c in enumerate(sorted(ev["callsite"].drop_nulls().unique().to_list()))},
+        )
+        p = out.packet(S.as_int(ev["t_enter_ns"].min()), seq)
+        p.sequence_flags = CLEARED
+        d = p.interned_data
+        for name, iid in table.calls.items():
+            d.event_names.add(iid=iid, name=name)
+        for name, iid in table.args.items():
+            d.debug_annotation_names.add(iid=iid, name=name)
+        for site, iid in table.sites.items():
+            d.debug_annotation_string_values.add(iid=iid, str=site.encode())
+        return table
+
+
+def _slices(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned) -> int:
+    """A BEGIN/END pair per call on its thread's track; returns the flows started. The hot
+    loop: packets are added to the batch here rather than through _Out.packet."""
+    cols = [
+        ev[c].to_list() for c in ("thread", "call", "t_enter_ns", "t_leave_ns", "callsite", "fo", "fi", *ARGS)
+    ]
+    tracks = {t: uuid(2, rank, t) for t in ev["thread"].unique().to_list()}
+    arg_iids = [names.args[a] for a in ARGS]
+    calls, sites, site_iid = names.calls, names.sites, names.args["callsite"]
+    flows = 0
+    add = out.trace.packet.add
+    n = len(out.trace.packet)
+    for thread, call, te, tl, site, fo, fi, *args in zip(*cols):
+        if n >= BATCH:
+            out.flush()
+            add, n = out.trace.packet.add, 0
+        track = tracks[thread]
+        p = add(timestamp=te, trusted_packet_sequence_id=seq, sequence_flags=NEEDS)
+        e = p.track_event
+        e.type, e.track_uuid, e.name_iid = BEGIN, track, calls[call]
+        da = e.debug_annotations
+        for iid, value in zip(arg_iids, args):
+            if value is not None:
+                da.add(name_iid=iid, int_value=value)
+        if site:
+            da.add(name_iid=site_iid, string_value_iid=sites[site])
+        if fo:
+            e.flow_ids.extend(fo)
+            flows += len(fo)
+        if fi:
+            e.terminating_flow_ids.extend(fi)
+        p = add(timestamp=tl, trusted_packet_sequence_id=seq)
+        e = p.track_event
+        e.type, e.track_uuid = END, track
+        n += 2
+    return flows
+
+
+@dataclass
+class _Lanes:
+    """A rank's "nonblocking" tracks: (end, uuid) of the lanes in use, and how many exist."""
+
+    busy: list[tuple[int, int]] = field(default_factory=list)
+    count: int = 0
+
+
+def _async(out: _Out, rank: int, seq: int, ev: pl.DataFrame, names: _Interned, lanes: _Lanes) -> None:
+    """Nonblocking operations from start to completion, each on the first lane free at its start."""
+    ops = ev.filter(pl.col("t_complete_ns").is_not_null() & (pl.col("t_complete_ns") > pl.col("t_leave_ns")))
+    busy, calls = lanes.busy, names.calls
+    add, n = out.trace.packet.add, len(out.trace.packet)
+    for call, start, end in zip(*(ops[c].to_list() for c in ("call", "t_enter_ns", "t_complete_ns"))):
+        if n >= BATCH:
+            out.flush()
+            add, n = out.trace.packet.add, 0
+        if busy and busy[0][0] < start:
+            lane = heapq.heappop(busy)[1]
+        else:
+            lane = uuid(3, rank, lanes.count)
+            lanes.count += 1
+            d = add(timestamp=0, trusted_packet_sequence_id=seq).track_descriptor
+            d.uuid, d.parent_uuid, d.name = lane, uuid(1, rank), "nonblocking"
+            n += 1
+        heapq.heappush(busy, (end, lane))
+        e = add(timestamp=start, trusted_packet_sequence_id=seq, sequence_flags=NEEDS).track_event
+        e.type, e.track_uuid, e.name_iid = BEGIN, lane, calls[call]
+        e = add(timestamp=end, trusted_packet_sequence_id=seq).track_event
+        e.type, e.track_uuid = END, lane
+        n += 2
+
+
+def _counters(
+    out: _Out,
+    trace: MTrace,
+    rank: int,
+    seq: int,
+    ev: pl.DataFrame,
+    sends: pl.DataFrame,
+    recvs: pl.DataFrame,
+    plan: _Plan,
+) -> None:
+    coll = S.with_recv_bytes(trace, ev.lazy().filter(pl.col("coll_id").is_not_null())).collect()
+    flows = {
+        4: [
+            sends.select(pl.col("t_send_enter_ns").alias("t"), "bytes"),
+            coll.select(pl.col("t_enter_ns").alias("t"), "bytes"),
+        ],
+        5: [
+            recvs.select(pl.col("t_recv_leave_ns").alias("t"), pl.col("recv_bytes").alias("bytes")),
+            coll.select(pl.col("t_leave_ns").alias("t"), pl.col("recv_bytes").alias("bytes")),
+        ],
+    }
+    for kind, parts in flows.items():
+        per_bin = (
+            pl.concat([p.cast({"t": pl.Int64, "bytes": pl.Int64}) for p in parts])
+            .group_by(((pl.col("t") - plan.t0) // plan.bin_ns).alias("bin"))
+            .agg(pl.col("bytes").sum())
+            .filter(pl.col("bytes") > 0)
+            .sort("bin")
+        )
+        bins = dict(per_bin.iter_rows())
+        for b, value in bins.items():
+            for at, v in ((b, value), (b + 1, 0)) if b + 1 not in bins else ((b, value),):
+                p = out.packet(plan.t0 + at * plan.bin_ns, seq)
+                p.track_event.type, p.track_event.track_uuid, p.track_event.counter_value = (
+                    COUNTER,
+                    uuid(kind, rank),
+                    v,
+                )
+
+
+def _write_part(
+    plan: _Plan, ranks: list[int], part: int, progress: Progress | None = None
+) -> tuple[int, int]:
+    """Packets of `ranks` into the part file `part`; returns (packets, flows)."""
+    trace = open_trace(plan.trace_dir, merge=False)
+    flows = 0
+    with open(Path(plan.parts_dir) / f"{part:06d}.pb", "wb") as f:
+        out = _Out(f)
+        for data in S.iter_rank_data(trace, ranks):
+            rank, messages = data.rank, data.messages
+            seq = rank + 2  # sequence 1 is the header's
+            ev = data.events
+            sends, recvs = S.rank_messages(trace, rank, messages)
+            ev = with_flows(ev, sends, recvs)
+            names = _Interned.write(out, seq, ev)
+            lanes = _Lanes()
+            for chunk in ev.iter_slices(S.CHUNK):  # Python lists of a chunk at a time
+                flows += _slices(out, rank, seq, chunk, names)
+                _async(out, rank, seq, chunk, names, lanes)
+            _counters(out, trace, rank, seq, ev, sends, recvs, plan)
+            if progress:
+                progress(ev.height)
+        out.flush()
+    return out.count, flows
+
+
+def export_perfetto(
+    trace: MTrace,
+    out: Path,
+    force: bool = False,
+    progress: Progress | None = None,
+    workers: int | None = None,
+) -> ExportResult:
+    """Write the trace as a Perfetto protobuf file `out` (open it in ui.perfetto.dev)."""
+    t_start = time.perf_counter()
+    spans = S.thread_spans(trace)
+    t0, t1 = S.as_int(spans["t0"].min()), S.as_int(spans["t1"].max())
+    bin_ns = max(1, -(-(t1 - t0) // COUNTER_BINS))
+    per_rank = spans.group_by("rank").agg(pl.col("n").sum()).sort("rank")
+    with staged_output(out, force, is_dir=False) as stage:
+        parts_dir = tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".parts", dir=stage.parent)
+        try:
+            plan = _Plan(str(trace.path), parts_dir, t0, bin_ns)
+            results = run_groups(_write_part, (plan,), list(per_rank.iter_rows()), progress, workers)
+            with open(stage, "wb") as f:
+                head = _Out(f)
+                _header(
+                    head,
+                    trace,
+                    [(int(r), int(t)) for r, t in spans.select("rank", "thread").iter_rows()],
+                    bin_ns,
+                )
+                head.flush()
+                for i in range(len(results)):
+                    with open(Path(parts_dir) / f"{i:06d}.pb", "rb") as part:
+                        shutil.copyfileobj(part, f, 1 << 22)
+                    os.unlink(Path(parts_dir) / f"{i:06d}.pb")
+        finally:
+            shutil.rmtree(parts_dir, ignore_errors=True)
+    return ExportResult(
+        "perfetto",
+        out,
+        S.as_int(spans["n"].sum()),
+        head.count + sum(n for n, _ in results),
+        time.perf_counter() - t_start,
+    )

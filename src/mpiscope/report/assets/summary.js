@@ -1,0 +1,135 @@
+// Summary: the run at a glance (program, ranks, hosts, MPI, duration, time in MPI), notes and
+// warnings, computation vs MPI per rank, the most expensive calls and call sites.
+"use strict";
+
+MS.COMPUTE_COLOR = "#cfd6df";
+
+// Columns named by their unit (the tables' convention: *_ns, *bytes*, *pct*) get their format.
+MS.fmtAuto = function (key) {
+  if (/_ns$/.test(key)) return MS.fmtDur;
+  if (/pct/.test(key)) return MS.fmtPct;
+  if (/bytes/.test(key)) return MS.fmtBytes;
+  if (/seconds$/.test(key)) return (v) => MS.fmtDur(v * 1e9);
+  return (v) => (typeof v === "number" ? (Number.isInteger(v) ? MS.fmtCount(v) : v.toPrecision(4)) : v === null || v === undefined ? "–" : String(v));
+};
+
+MS.columnsFor = function (rows, labels, order) {
+  const keys = order.filter((k) => rows.length && k in rows[0]);
+  for (const k of Object.keys(rows[0] || {})) if (!keys.includes(k)) keys.push(k);
+  return keys.map((k) => ({ key: k, label: labels[k] || k.replace(/_/g, " "), fmt: MS.fmtAuto(k),
+                            num: rows.length > 0 && typeof rows[0][k] === "number", full: k === "callsite" }));
+};
+
+MS.LABELS = {
+  call: "call", callsite: "call site", count: "calls", total_ns: "total time", mean_ns: "mean", max_ns: "max",
+  bytes: "bytes", mean_bytes: "mean bytes", pct_mpi: "% of MPI", rank: "rank", app_time_ns: "application",
+  mpi_time_ns: "in MPI", outside_mpi_ns: "computation", mpi_pct: "% MPI", calls: "calls", messages_sent: "msgs sent",
+  bytes_sent: "bytes sent", messages_received: "msgs recv", bytes_received: "bytes recv", ranks: "ranks",
+  collective_bytes_sent: "coll. bytes sent",
+};
+
+// The program a launcher ran (its base name; mpiscope's own builds end in a 16-hex-digit hash).
+MS.programOf = (command) => MS.programPath(command).replace(/-[0-9a-f]{16}$/, "");
+MS.programPath = function (command) {
+  const cmd = command || [];
+  const launchers = /(^|\/)(mpiexec|mpirun|srun|orterun|mpiexec\.\w+|mpirun\.\w+)$/;
+  if (!cmd.length || !launchers.test(cmd[0])) return MS.basename(cmd[0] || "");
+  for (let i = 1; i < cmd.length; i++) {
+    const a = cmd[i];
+    if (a.startsWith("-")) { if (/^-(n|np|c|N|ppn|host|hosts|f)$|^--(np|n|host|hostfile)$/.test(a)) i++; continue; }
+    return MS.basename(a);
+  }
+  return MS.basename(cmd[0]);
+};
+
+MS.renderHeader = function (data) {
+  const m = data.meta, cmd = (m.command || []).join(" ");
+  document.getElementById("run-command").textContent = cmd;
+  document.getElementById("run-command").title = cmd;
+  const prog = MS.programOf(m.command);
+  if (prog) document.getElementById("run-title").textContent = prog;
+  const footer = document.getElementById("footer");
+  footer.append(`run ${m.run_id || "?"} · ${m.trace_dir || ""} · ${m.generated_by || "mpiscope"} · ` +
+    `${m.mode === "view" ? "live view of the trace" : "self-contained report"}`);
+};
+
+MS.renderCards = function (host, data) {
+  const m = data.meta, pr = (data.summary && data.summary.per_rank) || [];
+  const app = pr.reduce((a, r) => a + (r.app_time_ns || 0), 0), mpi = pr.reduce((a, r) => a + (r.mpi_time_ns || 0), 0);
+  const bytes = pr.reduce((a, r) => a + (r.bytes_sent || 0), 0);
+  const hosts = new Set(Object.values(m.hosts || {}));
+  const unmatched = (m.unmatched_sends || 0) + (m.unmatched_recvs || 0);
+  const card = (label, value, sub, cls) => MS.el("div", { class: `card ${cls || ""}` },
+    MS.el("div", { class: "c-label" }, label), MS.el("div", { class: "c-value" }, value), sub ? MS.el("div", { class: "c-sub" }, sub) : null);
+  host.append(
+    card("ranks", MS.fmtCount(m.ranks), `${hosts.size || "?"} host${hosts.size === 1 ? "" : "s"}${hosts.size && hosts.size <= 3 ? `: ${[...hosts].join(", ")}` : ""}`),
+    card("duration", MS.fmtDur(m.span_ns), "first to last MPI event"),
+    card("time in MPI", app ? MS.fmtPct(100 * mpi / app) : "–", "of the ranks' application time"),
+    card("MPI", m.mpi && m.mpi.implementation ? `${m.mpi.implementation} ${m.mpi.version || ""}` : "unknown", ""),
+    card("calls", MS.fmtCount(m.events), `${MS.fmtCount(m.collectives)} collective instances`),
+    card("messages", MS.fmtCount(m.messages), `${MS.fmtBytes(bytes)} point-to-point`),
+    card("unmatched", MS.fmtCount(unmatched), `${m.unmatched_sends || 0} sends, ${m.unmatched_recvs || 0} receives`, unmatched ? "warn" : ""),
+  );
+};
+
+MS.renderNotes = function (host, data, zoom) {
+  for (const w of data.meta.warnings || []) host.append(MS.el("div", { class: "note warn" }, String(w)));
+  const d = data.detail;
+  if (data.meta.mode !== "view" && d && !d.complete) {
+    const merged = MS.mergeWindows(d.windows || []), shown = merged.slice(0, 8);
+    const wins = shown.map(([a, b], i) => [MS.el("a", { href: "#sec-timeline", onclick: () => zoom(a, b) },
+      `${MS.fmtTime(a, (b - a) / 100)} – ${MS.fmtTime(b, (b - a) / 100)}`), i < shown.length - 1 ? ", " : ""]);
+    if (merged.length > shown.length) wins.push(` and ${merged.length - shown.length} more`);
+    host.append(MS.el("div", { class: "note info" },
+      MS.el("b", {}, "Single calls are embedded for part of the run only. "),
+      wins.length ? ["Full detail: ", wins, " (green on the time axis). "] : "No window has full detail. ",
+      "Elsewhere the time-line shows the time share of each family per pixel. To see every call of the run: ",
+      MS.el("code", {}, `mpiscope view ${data.meta.trace_dir || "TRACE"}`)));
+  }
+};
+
+// Adjacent windows (neighbouring tiles) read as one.
+MS.mergeWindows = function (windows) {
+  const out = [];
+  for (const [a, b] of windows.slice().sort((x, y) => x[0] - y[0])) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1] * (1 + 1e-12)) last[1] = Math.max(last[1], b); else out.push([a, b]);
+  }
+  return out;
+};
+
+MS.perFamily = function (data, rank) {
+  const pf = data.stats && data.stats.per_family;
+  if (!pf) return null;
+  const row = Array.isArray(pf) ? pf[rank] : pf[String(rank)];
+  if (!row) return null;
+  if (Array.isArray(row)) return row.slice(0, 5).map(Number);
+  const fams = data.families || [];
+  if (row.ns && Array.isArray(row.ns)) return row.ns.map(Number);
+  return fams.map((f) => Number(row[f] || row[`${f}_ns`] || 0));
+};
+
+MS.renderRankBars = function (host, data) {
+  const pr = (data.summary && data.summary.per_rank) || [];
+  const fams = data.families || [];
+  const rows = pr.map((r) => {
+    const pf = MS.perFamily(data, r.rank);
+    const parts = pf ? [r.outside_mpi_ns || 0, ...pf] : [r.outside_mpi_ns || 0, r.mpi_time_ns || 0];
+    return { label: String(r.rank), parts, note: `${MS.fmtPct(r.mpi_pct || 0)} MPI · ${MS.fmtDur(r.app_time_ns)}` };
+  });
+  const withFam = rows.length && rows[0].parts.length === 6;
+  MS.charts.rankBars(host, rows, {
+    label: "computation and MPI time per rank",
+    names: withFam ? ["computation", ...fams.map((f) => `MPI: ${f}`)] : ["computation", "MPI"],
+    colors: withFam ? [MS.COMPUTE_COLOR, ...MS.FAMILY_COLORS] : [MS.COMPUTE_COLOR, MS.FAMILY_COLORS[0]],
+  });
+};
+
+MS.renderTop = function (data) {
+  const s = data.summary || {};
+  const calls = s.top_calls || [], sites = s.top_callsites || [];
+  MS.charts.table(document.getElementById("top-calls"), MS.columnsFor(calls, MS.LABELS, ["call", "count", "total_ns", "pct_mpi"])
+    .filter((c) => ["call", "count", "total_ns", "pct_mpi"].includes(c.key)), calls);
+  MS.charts.table(document.getElementById("top-sites"), MS.columnsFor(sites, MS.LABELS, ["call", "callsite", "count", "total_ns", "pct_mpi"])
+    .filter((c) => ["call", "callsite", "count", "total_ns", "pct_mpi"].includes(c.key)), sites);
+};

@@ -1,0 +1,182 @@
+// Time-line rasterisation: pure functions over typed arrays, no DOM.
+// Both levels of detail end in the same per-pixel-column accumulator (acc: for every pixel row
+// and column, the share of each family on a 0..255 scale), painted by paintRows(). Zoomed out the
+// accumulator is filled from the bin pyramid (work ~ visible bins x ranks), zoomed in from single
+// events (work ~ visible events + columns). Per-frame work is thus bounded by the pixels and the
+// few tens of thousands of events we allow, never by the trace.
+"use strict";
+
+MS.paint = {};
+const NF = 5;                       // families
+MS.paint.NF = NF;
+
+// Column segments of the bins of tile(s) over the view: for each visible bin, the pixel columns
+// it overlaps and by how much (in column widths). Computed once per frame, shared by all ranks.
+MS.paint.binSegments = function (tiles, vs, ve, cols) {
+  const segTile = [], segBin = [], segCol = [], segW = [];
+  const pxPerNs = cols / (ve - vs);
+  for (let ti = 0; ti < tiles.length; ti++) {
+    const a = tiles[ti].attrs;
+    const nb = a.bins, bw = (a.t_end - a.t_start) / nb;
+    const b0 = Math.max(0, Math.floor((vs - a.t_start) / bw));
+    const b1 = Math.min(nb, Math.ceil((ve - a.t_start) / bw));
+    for (let b = b0; b < b1; b++) {
+      const x0 = (a.t_start + b * bw - vs) * pxPerNs, x1 = (a.t_start + (b + 1) * bw - vs) * pxPerNs;
+      const c0 = Math.max(0, Math.floor(x0)), c1 = Math.min(cols, Math.ceil(x1));
+      for (let c = c0; c < c1; c++) {
+        const w = Math.min(x1, c + 1) - Math.max(x0, c);
+        if (w <= 0) continue;
+        segTile.push(ti); segBin.push(b); segCol.push(c); segW.push(w);
+      }
+    }
+  }
+  return { n: segCol.length, tile: Uint16Array.from(segTile), bin: Uint32Array.from(segBin),
+           col: Uint32Array.from(segCol), w: Float32Array.from(segW) };
+};
+
+// acc[(row*cols + col)*NF + f] += share of family f, for the ranks of each pixel row.
+MS.paint.accumulateBins = function (acc, tiles, seg, layout, cols) {
+  acc.fill(0);
+  const shares = tiles.map((t) => [0, 1, 2, 3, 4].map((f) => t.tables.bins.cols[`share${f}`]));
+  const nbs = tiles.map((t) => t.attrs.bins);
+  for (let r = 0; r < layout.ranks; r++) {
+    const base = layout.rowOf(r) * cols * NF;
+    for (let s = 0; s < seg.n; s++) {
+      const ti = seg.tile[s], sh = shares[ti], i = r * nbs[ti] + seg.bin[s], w = seg.w[s];
+      const o = base + seg.col[s] * NF;
+      acc[o] += sh[0][i] * w; acc[o + 1] += sh[1][i] * w; acc[o + 2] += sh[2][i] * w;
+      acc[o + 3] += sh[3][i] * w; acc[o + 4] += sh[4][i] * w;
+    }
+  }
+};
+
+// Sum of a bin column over the view for all ranks (e.g. `starts`: how many events start there).
+MS.paint.sumBins = function (tiles, vs, ve, column) {
+  let sum = 0;
+  for (const t of tiles) {
+    const a = t.attrs, nb = a.bins, bw = (a.t_end - a.t_start) / nb;
+    const b0 = Math.max(0, Math.floor((vs - a.t_start) / bw)), b1 = Math.min(nb, Math.ceil((ve - a.t_start) / bw));
+    const col = t.tables.bins.cols[column];
+    for (let r = 0; r < a.ranks; r++) for (let b = b0; b < b1; b++) sum += col[r * nb + b];
+  }
+  return sum;
+};
+
+// First row of rank `r` in an event tile whose call may still be running at time `t`.
+MS.paint.firstEventAt = function (tile, r, t) {
+  const ev = tile.tables.events.cols;
+  let lo = tile.rankStart[r], hi = tile.rankStart[r + 1];
+  const start = lo;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ev.t0[mid] < t) lo = mid + 1; else hi = mid;
+  }
+  // calls of one thread never overlap; step back over the few of other threads that might
+  let i = lo;
+  for (let k = 0; k < 8 && i > start; k++) i--;
+  return i;
+};
+
+// Events of the view into acc (each tile clipped to its own window so that calls shown by two
+// tiles count once); calls `visit(tile, row, x0, x1, pixelRow)` for each visible call.
+MS.paint.accumulateEvents = function (acc, tiles, vs, ve, layout, cols, callFamily, visit) {
+  acc.fill(0);
+  const pxPerNs = cols / (ve - vs);
+  let states = 0;
+  for (const tile of tiles) {
+    const ev = tile.tables.events.cols;
+    const lo = Math.max(vs, tile.attrs.t_start), hi = Math.min(ve, tile.attrs.t_end);
+    if (hi <= lo) continue;
+    for (let r = 0; r < layout.ranks; r++) {
+      const row = layout.rowOf(r), base = row * cols * NF;
+      const end = tile.rankStart[r + 1];
+      for (let i = MS.paint.firstEventAt(tile, r, lo); i < end; i++) {
+        const t0 = ev.t0[i];
+        if (t0 >= hi) break;
+        let t1 = ev.t1[i];
+        if (Number.isNaN(t1)) t1 = tile.attrs.t_end;         // never returned: runs to the end
+        if (t1 <= lo) continue;
+        if (tile === tiles[0] || Math.max(t0, vs) >= tile.attrs.t_start) states++;   // once, if in two tiles
+        const x0 = (Math.max(t0, lo) - vs) * pxPerNs, x1 = (Math.min(t1, hi) - vs) * pxPerNs;
+        const f = callFamily[ev.call[i]] ?? 4;
+        const c0 = Math.floor(x0), c1 = Math.min(cols - 1, Math.ceil(x1) - 1);
+        if (c0 === c1 || c1 < c0) {
+          acc[base + c0 * NF + f] += 255 * (x1 - x0);
+        } else {
+          acc[base + c0 * NF + f] += 255 * (c0 + 1 - x0);
+          for (let c = c0 + 1; c < c1; c++) acc[base + c * NF + f] += 255;
+          acc[base + c1 * NF + f] += 255 * (x1 - c1);
+        }
+        if (visit) visit(tile, i, x0, x1, row);
+      }
+    }
+  }
+  return states;
+};
+
+// Paint acc into a Uint32Array image (width `cols`) over the rows' background. Rows tall enough
+// stack the families from the bottom (the height of a colour = its share of the column); thin rows
+// blend them into one colour over the background, so a 1-pixel row still shows where and how much
+// MPI ran. Single calls (`events`) always blend, with a floor so that a call narrower than a pixel
+// still shows: their columns are covered by one call or are its edge, where blending is the
+// anti-aliasing of that edge. A blended row is computed once as a line and copied to its pixel
+// rows (contiguous copies, not strided writes).
+MS.paint.paintRows = function (img, acc, layout, cols, bgColors, events) {
+  const fr = Float32Array.from(MS.FAMILY_RGB.flat()), fam32 = MS.FAMILY_RGB.map(([r, g, b]) => MS.rgba32(r, g, b));
+  const h = layout.rowH, gap = h >= 5 ? 1 : 0, hh = h - gap, stack = hh >= 14 && !events, floor = events ? 0.45 : 0;
+  const line = new Uint32Array(cols);
+  for (let row = 0; row < layout.rows; row++) {
+    const y0 = row * h, div = layout.ranksIn(row) * 255, abase = row * cols * NF;
+    const bg = bgColors[row & 1], bgr = bg & 255, bgg = (bg >> 8) & 255, bgb = (bg >> 16) & 255;
+    if (stack) {
+      for (let y = y0; y < y0 + hh; y++) img.fill(bg, y * cols, (y + 1) * cols);
+      for (let x = 0; x < cols; x++) {
+        const o = abase + x * NF;
+        let cum = 0, prev = y0 + hh;
+        for (let f = 0; f < NF; f++) {
+          const s = acc[o + f];
+          if (s <= 0) continue;
+          cum += s / div;
+          const top = y0 + hh - Math.round(Math.min(1, cum) * hh), c = fam32[f];
+          for (let y = top; y < prev; y++) img[y * cols + x] = c;
+          prev = top;
+        }
+      }
+      continue;
+    }
+    for (let x = 0, o = abase; x < cols; x++, o += NF) {
+      const s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3], s4 = acc[o + 4];
+      const tot = s0 + s1 + s2 + s3 + s4;
+      if (tot <= 0) { line[x] = bg; continue; }
+      const k = Math.max(floor, Math.min(1, tot / div)), w = k / tot, inv = 1 - k;
+      const r = (fr[0] * s0 + fr[3] * s1 + fr[6] * s2 + fr[9] * s3 + fr[12] * s4) * w + bgr * inv;
+      const g = (fr[1] * s0 + fr[4] * s1 + fr[7] * s2 + fr[10] * s3 + fr[13] * s4) * w + bgg * inv;
+      const b = (fr[2] * s0 + fr[5] * s1 + fr[8] * s2 + fr[11] * s3 + fr[14] * s4) * w + bgb * inv;
+      line[x] = (0xff000000 | ((b + 0.5) << 16) | ((g + 0.5) << 8) | (r + 0.5)) >>> 0;
+    }
+    for (let y = y0; y < y0 + hh; y++) img.set(line, y * cols);
+  }
+};
+
+// Call borders: the first pixel column of each call wide enough to show one, darkened in place
+// (one pass over the pixels, instead of a fillRect per call).
+MS.paint.darkenStarts = function (img, cols, layout, starts) {
+  const h = layout.rowH, hh = h - (h >= 5 ? 1 : 0);
+  if (hh < 4) return;
+  for (let k = 0; k < starts.length; k += 2) {
+    const x = Math.floor(starts[k]), y0 = starts[k + 1] * h;
+    if (x < 0 || x >= cols) continue;
+    for (let y = y0, i = y0 * cols + x; y < y0 + hh; y++, i += cols) {
+      const c = img[i];     // 72 % of each channel: c - c/4 - c/32 per byte, without carries across bytes
+      img[i] = (0xff000000 | (c - ((c >>> 2) & 0x3f3f3f) - ((c >>> 5) & 0x070707))) >>> 0;
+    }
+  }
+};
+
+MS.paint.fillBackground = function (img, layout, cols, bgColors, x0, x1) {
+  const h = layout.rowH, gap = h >= 5 ? 1 : 0;
+  for (let row = 0; row < layout.rows; row++) {
+    const c = bgColors[row & 1];
+    for (let y = row * h; y < row * h + h - gap; y++) img.fill(c, y * cols + x0, y * cols + x1);
+  }
+};

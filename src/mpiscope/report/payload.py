@@ -1,0 +1,192 @@
+"""The page's data (`DATA` of docs/report-protocol.md) but its tiles: meta, summary, statistics.
+
+The figures are those of `mpiscope stats` (analysis.stats), plus what only the
+page shows: time per call family and rank, the full communication matrix and
+the message-size histogram.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mpiscope import __version__
+from mpiscope.analysis.stats import ENV_CALLS, Stats
+from mpiscope.errors import UsageError
+from mpiscope.report.source import FAMILIES, Vocab
+from mpiscope.trace import Trace
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "mpiscope.report/1"
+MATRIX_MAX = 256  # above this many ranks the matrix holds blocks of ranks
+TOP_SUMMARY, TOP_CALLSITES = 3, 20
+PER_RANK = [
+    "rank",
+    "app_time_ns",
+    "mpi_time_ns",
+    "outside_mpi_ns",
+    "mpi_pct",
+    "calls",
+    "messages_sent",
+    "bytes_sent",
+    "messages_received",
+    "bytes_received",
+]
+
+
+def jsonable(value: Any) -> Any:
+    """JSON has no NaN or infinity (they become null) and no NumPy scalars."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    return value
+
+
+def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
+    m = trace.manifest
+    counts = m.get("counts", {})
+    mpi = m.get("mpi", {}) or {}
+    return {
+        "run_id": str(m.get("run_id", "")),
+        "command": [str(c) for c in m.get("command", [])],
+        "ranks": trace.ranks,
+        "hosts": {str(k): v for k, v in (m.get("hosts") or {}).items()},
+        "mpi": {"implementation": mpi.get("implementation"), "version": mpi.get("version")},
+        "t0_ns": t0_ns,
+        "span_ns": span_ns,
+        "events": int(counts.get("events", trace.events().select(pl.len()).collect().item())),
+        "messages": int(counts.get("messages", trace.messages().select(pl.len()).collect().item())),
+        "collectives": int(counts.get("collectives", trace.collectives().select(pl.len()).collect().item())),
+        "unmatched_sends": int(counts.get("unmatched_sends", 0)),
+        "unmatched_recvs": int(counts.get("unmatched_recvs", 0)),
+        "warnings": [str(w) for w in m.get("warnings", [])],
+        "mode": mode,
+        "generated_by": f"mpiscope {__version__}",
+        "trace_dir": str(Path(trace.path).resolve()),
+    }
+
+
+def summary(s: Stats) -> dict[str, Any]:
+    calls = s.per_call.head(TOP_SUMMARY).select("call", "count", "total_ns", "pct_mpi")
+    sites = s.callsites.head(TOP_SUMMARY).select(
+        "call", pl.col("callsite").cast(pl.String).fill_null(""), "count", "total_ns", "pct_mpi"
+    )
+    return {
+        "per_rank": s.per_rank.select(PER_RANK).to_dicts(),
+        "top_calls": calls.to_dicts(),
+        "top_callsites": sites.to_dicts(),
+    }
+
+
+def per_family(events: pl.LazyFrame, ranks: int, call_names: list[str]) -> list[list[float]]:
+    """Per rank (list index), ns in each family (list index = family code), over the calls that
+    count as MPI time in `stats` (not MPI_Init/Finalize/Pcontrol; calls that never returned
+    left out), so that a rank's families add up to its mpi_time_ns."""
+    env = [i for i, n in enumerate(call_names) if n in ENV_CALLS]
+    g = (
+        events.filter(~pl.col("call").is_in(env) & pl.col("t1").is_not_nan())
+        .group_by("rank", "family")
+        .agg((pl.col("t1") - pl.col("t0")).sum().alias("ns"))
+        .collect()
+    )
+    out = np.zeros((ranks, len(FAMILIES)))
+    r, f = g["rank"].to_numpy().astype(np.int64), g["family"].to_numpy().astype(np.int64)
+    ok = r < ranks
+    out[r[ok], f[ok]] = g["ns"].to_numpy()[ok]
+    rows: list[list[float]] = out.tolist()
+    return rows
+
+
+def matrix(trace: Trace, ranks: int) -> dict[str, Any]:
+    """Bytes and messages from each rank (row) to each rank (column); blocks of ranks above 256."""
+    block = max(1, math.ceil(ranks / MATRIX_MAX))
+    n = max(1, math.ceil(ranks / block))
+    g = (
+        trace.messages()
+        .group_by((pl.col("src") // block).alias("s"), (pl.col("dst") // block).alias("d"))
+        .agg(pl.len().alias("m"), pl.col("bytes").sum().alias("b"))
+        .collect()
+    )
+    b, m = np.zeros((n, n)), np.zeros((n, n), np.int64)
+    s, d = g["s"].to_numpy().astype(np.int64), g["d"].to_numpy().astype(np.int64)
+    ok = (s < n) & (d < n)
+    b[s[ok], d[ok]] = g["b"].to_numpy()[ok]
+    m[s[ok], d[ok]] = g["m"].to_numpy()[ok]
+    return {"ranks": n, "block": block, "bytes": b.tolist(), "messages": m.tolist()}
+
+
+def size_hist(trace: Trace) -> list[dict[str, int]]:
+    """Point-to-point message sizes in power-of-two bins [2^k, 2^(k+1)); 0 bytes in [0, 1)."""
+    k = (
+        pl.when(pl.col("bytes") > 0)
+        .then(pl.col("bytes").cast(pl.Float64).log(2).floor().cast(pl.Int64) + 1)
+        .otherwise(0)
+        .alias("k")
+    )
+    g = (
+        trace.messages()
+        .group_by(k)
+        .agg(pl.len().alias("count"), pl.col("bytes").sum().alias("bytes"))
+        .sort("k")
+        .collect()
+    )
+    return [
+        {"lo_bytes": 0 if i == 0 else 2 ** (i - 1), "hi_bytes": 2**i if i else 1, "count": c, "bytes": b}
+        for i, c, b in zip(g["k"].to_list(), g["count"].to_list(), g["bytes"].to_list())
+    ]
+
+
+def build(
+    trace: Trace,
+    s: Stats,
+    v: Vocab,
+    events: pl.LazyFrame,
+    t0_ns: int,
+    span_ns: float,
+    mode: str,
+    ranks: int,
+    with_diagnosis: bool = True,
+) -> dict[str, Any]:
+    """The payload without `pyramid`, `detail` and `tiles` (the tile sources add those)."""
+    return {
+        "schema": SCHEMA,
+        "meta": {**meta(trace, t0_ns, span_ns, mode), "ranks": ranks},
+        "summary": summary(s),
+        "stats": {
+            "per_call": s.per_call.to_dicts(),
+            "callsites": s.callsites.head(TOP_CALLSITES).to_dicts(),
+            "per_family": per_family(events, ranks, v.calls),
+            "matrix": matrix(trace, ranks),
+            "size_hist": size_hist(trace),
+        },
+        "families": FAMILIES,
+        "calls": v.calls,
+        "call_family": v.call_family.tolist(),
+        "callsites": v.callsites,
+        "diagnosis": diagnosis(trace) if with_diagnosis else None,
+        "baseline": None,
+    }
+
+
+def diagnosis(trace: Trace) -> dict[str, Any] | None:
+    """`mpiscope diagnose --json`'s object; None where the trace has nothing to diagnose."""
+    from mpiscope.analysis.diagnose import diagnose
+
+    try:
+        return diagnose(trace).to_json()
+    except UsageError as e:
+        log.info("no diagnosis in the report: %s", e)
+        return None

@@ -1,0 +1,73 @@
+/* Late sender: the receiver waits for a sender that computes (sleeps) first.
+ *   late_sender MODE ITERS DELAY_MS
+ * (Each mode has its own tag. Build it with -O0, so that the compiler merges no two
+ * alike calls and each keeps the line of its call site.)
+ * blocking (2 ranks): rank 1 sleeps DELAY, then MPI_Send; rank 0 waits in MPI_Recv.
+ * nonblocking (2 ranks): the same with MPI_Isend / MPI_Irecv + MPI_Wait.
+ * waitall (3 ranks): rank 0 receives from ranks 1 (late by DELAY) and 2 (late by
+ *   2 DELAY) with one MPI_Waitall: it waits 2 DELAY per iteration, not 3.
+ * wrong_order (3 ranks): rank 1 sends at once, rank 2 after DELAY; rank 0 receives
+ *   from rank 2 first (after DELAY / 4, so it waits 3/4 DELAY), while rank 1's message
+ *   is already there. */
+#include <mpi.h>
+#include <string.h>
+
+#include "delay.h"
+
+int main(int argc, char **argv)
+{
+    int rank, x = 0, y = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *mode = argc > 1 ? argv[1] : "blocking";
+    int iters = (int)arg(argc, argv, 2, 5);
+    double d = arg(argc, argv, 3, 40);
+    MPI_Request req[2];
+    int paced = !strcmp(mode, "waitall") || !strcmp(mode, "wrong_order");
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < iters; i++) {
+        /* the senders to one receiver start when it says go (a lone sender is paced by its own
+         * sleeps): a broadcast, since the root goes on at once, unlike after a barrier */
+        if (paced)
+            MPI_Bcast(&i, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (!strcmp(mode, "blocking")) {
+            if (rank == 1) {
+                sleep_ms(d);
+                MPI_Send(&x, 1, MPI_INT, 0, 1, MPI_COMM_WORLD); /* LATE_SEND */
+            } else if (rank == 0) {
+                MPI_Recv(&y, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* WAIT_RECV */
+            }
+        } else if (!strcmp(mode, "nonblocking")) {
+            if (rank == 1) {
+                sleep_ms(d);
+                MPI_Isend(&x, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, &req[0]); /* LATE_ISEND */
+                MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+            } else if (rank == 0) {
+                MPI_Irecv(&y, 1, MPI_INT, 1, 2, MPI_COMM_WORLD, &req[0]);
+                MPI_Wait(&req[0], MPI_STATUS_IGNORE); /* WAIT_WAIT */
+            }
+        } else if (!strcmp(mode, "waitall")) {
+            if (rank == 0) {
+                MPI_Irecv(&x, 1, MPI_INT, 1, 3, MPI_COMM_WORLD, &req[0]);
+                MPI_Irecv(&y, 1, MPI_INT, 2, 3, MPI_COMM_WORLD, &req[1]);
+                MPI_Waitall(2, req, MPI_STATUSES_IGNORE); /* WAIT_WAITALL */
+            } else {
+                sleep_ms(rank * d);
+                MPI_Send(&x, 1, MPI_INT, 0, 3, MPI_COMM_WORLD); /* LATE_SEND_ALL */
+            }
+        } else if (!strcmp(mode, "wrong_order")) {
+            if (rank == 0) {
+                sleep_ms(d / 4);
+                MPI_Recv(&x, 1, MPI_INT, 2, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* WAIT_RECV_WO */
+                MPI_Recv(&y, 1, MPI_INT, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                MPI_Send(&x, 1, MPI_INT, 0, 4, MPI_COMM_WORLD);
+            } else {
+                sleep_ms(d);
+                MPI_Send(&x, 1, MPI_INT, 0, 4, MPI_COMM_WORLD); /* LATE_SEND_WO */
+            }
+        }
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,138 @@
+"""`mpiscope export` on a generated trace: CSV tables, the JSON summary, and bad input
+(not a trace, unknown format, output exists without --force, unwritable place, full disk,
+interruption): one sentence each, nothing half-written left."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from tests.conftest import mpiscope_cli
+
+from mpiscope.errors import UsageError
+from mpiscope.export.chrome import export_chrome
+from mpiscope.export.otf2 import export_otf2
+from mpiscope.export.perfetto import export_perfetto
+from mpiscope.export.tabular import export_csv
+from mpiscope.trace import TABLES, Trace, open_trace
+from mpiscope.trace.merge import merge_trace
+from mpiscope.trace.synthetic import halo_trace
+
+EXPORTERS = {
+    "otf2": export_otf2,
+    "perfetto": export_perfetto,
+    "chrome-json": export_chrome,
+    "csv": export_csv,
+}
+
+
+@pytest.fixture(scope="module")
+def halo(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    out = tmp_path_factory.mktemp("halo")
+    halo_trace(out, 4, 2000)
+    merge_trace(out)
+    return open_trace(out)
+
+
+def one_sentence_error(done: object, code: int) -> str:
+    assert done.returncode == code, done.stderr
+    err = done.stderr.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and err.startswith("error: "), err
+    return str(err)
+
+
+def test_csv_tables(halo: Trace, tmp_path: Path) -> None:
+    done = mpiscope_cli(
+        ["export", str(halo.path), "--format", "csv", "-o", str(tmp_path / "csv"), "--json", "-"]
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["schema"] == "mpiscope.export/1" and summary["run_id"] == "synthetic"
+    for name in TABLES:
+        table = getattr(halo, name)().collect()
+        csv = pl.read_csv(tmp_path / "csv" / f"{name}.csv", infer_schema=False)
+        assert csv.columns == table.columns and csv.height == table.height, name
+    assert summary["records"] == sum(getattr(halo, n)().select(pl.len()).collect().item() for n in TABLES)
+    comms = pl.read_csv(tmp_path / "csv" / "comms.csv", infer_schema=False)
+    assert comms.filter(pl.col("comm") == "0")["ranks"].to_list() == ["0 1 2 3"]
+
+
+def test_not_a_trace(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    err = one_sentence_error(
+        mpiscope_cli(["export", str(tmp_path / "empty"), "--format", "otf2", "-o", str(tmp_path / "out")]), 3
+    )
+    assert "not an mpiscope trace" in err and not (tmp_path / "out").exists()
+
+
+def test_unknown_format(halo: Trace, tmp_path: Path) -> None:
+    err = one_sentence_error(
+        mpiscope_cli(["export", str(halo.path), "--format", "vtf", "-o", str(tmp_path / "x")]), 2
+    )
+    assert "otf2, perfetto, chrome-json, csv" in err
+
+
+@pytest.mark.parametrize("fmt", list(EXPORTERS))
+def test_existing_output_kept_without_force(halo: Trace, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "out"
+    if fmt in ("otf2", "csv"):
+        out.mkdir()
+        (out / "keep").write_text("mine")
+    else:
+        out.write_text("mine")
+    with pytest.raises(UsageError, match="already exists; choose another -o or add --force"):
+        EXPORTERS[fmt](halo, out)
+    assert (out / "keep" if out.is_dir() else out).read_text() == "mine"
+    EXPORTERS[fmt](halo, out, force=True)
+    assert not (out / "keep").exists() and out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging left
+
+
+def test_existing_output_cli(halo: Trace, tmp_path: Path) -> None:
+    (tmp_path / "t.pftrace").write_text("mine")
+    err = one_sentence_error(
+        mpiscope_cli(["export", str(halo.path), "--format", "perfetto", "-o", str(tmp_path / "t.pftrace")]), 2
+    )
+    assert "--force" in err and (tmp_path / "t.pftrace").read_text() == "mine"
+
+
+def test_unwritable_place(halo: Trace, tmp_path: Path) -> None:
+    err = one_sentence_error(
+        mpiscope_cli(
+            ["export", str(halo.path), "--format", "perfetto", "-o", str(tmp_path / "missing" / "t.pftrace")]
+        ),
+        2,
+    )
+    assert "does not exist" in err
+    err = one_sentence_error(
+        mpiscope_cli(["export", str(halo.path), "--format", "csv", "-o", "/proc/mpiscope-csv"]), 2
+    )
+    assert "cannot write /proc/mpiscope-csv" in err
+
+
+@pytest.mark.parametrize("fmt", list(EXPORTERS))
+def test_full_disk_leaves_nothing(halo: Trace, tmp_path: Path, fmt: str) -> None:
+    """A write failing with ENOSPC in the middle of the export (raised where the exporter
+    reports progress): one sentence, no output, no staging files."""
+
+    def full(n: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(UsageError, match=r"the disk is full\); nothing was written"):
+        EXPORTERS[fmt](halo, tmp_path / "out", progress=full)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", list(EXPORTERS))
+def test_interrupted_export_leaves_nothing(halo: Trace, tmp_path: Path, fmt: str) -> None:
+    (tmp_path / "out").mkdir() if fmt in ("otf2", "csv") else (tmp_path / "out").write_text("old")
+
+    def interrupt(n: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        EXPORTERS[fmt](halo, tmp_path / "out", force=True, progress=interrupt)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # the old output, untouched

@@ -1,0 +1,261 @@
+"""Wait states, critical path, phases and hot spots on small hand-made tables (exact
+numbers), and the property that no rank waits longer than it spends in MPI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpiscope.analysis.critical import critical_path
+from mpiscope.analysis.diagnose import diagnose_frames
+from mpiscope.analysis.frames import Frames, frames_from, rank_times
+from mpiscope.analysis.hotspots import hot_spots
+from mpiscope.analysis.imbalance import phases_of
+from mpiscope.analysis.waitstates import wait_events, wait_state_rows
+from mpiscope.errors import UsageError
+
+
+@dataclass
+class Run:
+    """Events given in any order (index = position in `events`), renumbered in (rank, entry) order."""
+    ranks: int
+    events: list[dict[str, object]] = field(default_factory=list)
+    messages: list[tuple[int, int, int]] = field(default_factory=list)  # send, receive (indices), bytes
+
+    def call(self, rank: int, call: str, t0: int, t1: int, **kw: object) -> int:
+        self.events.append({"rank": rank, "call": call, "t0": t0, "t1": t1, "site": f"{call}@{rank}:{t0}", **kw})
+        return len(self.events) - 1
+
+    def send(self, send: int, recv: int, nbytes: int = 8) -> None:
+        self.messages.append((send, recv, nbytes))
+
+    def frames(self) -> Frames:
+        order = sorted(range(len(self.events)), key=lambda i: (self.events[i]["rank"], self.events[i]["t0"], i))
+        eid = {old: new for new, old in enumerate(order)}
+        rows = [self.events[i] for i in order]
+        ev = pl.DataFrame({
+            "event": list(range(len(rows))), "rank": [r["rank"] for r in rows], "call": [r["call"] for r in rows],
+            "t_enter_ns": [r["t0"] for r in rows], "t_leave_ns": [r["t1"] for r in rows],
+            "completed_by": [eid[r["done_by"]] if "done_by" in r else None for r in rows],  # type: ignore[index]
+            "coll_id": [r.get("coll") for r in rows], "root": [r.get("root") for r in rows],
+            "callsite": [r["site"] for r in rows],
+        }, schema={"event": pl.Int64, "rank": pl.Int32, "call": pl.Utf8, "t_enter_ns": pl.Int64,
+                   "t_leave_ns": pl.Int64, "completed_by": pl.Int64, "coll_id": pl.Int64, "root": pl.Int32,
+                   "callsite": pl.Utf8})
+        e = self.events
+        msgs = pl.DataFrame({
+            "src": [e[s]["rank"] for s, _, _ in self.messages], "dst": [e[r]["rank"] for _, r, _ in self.messages],
+            "bytes": [b for _, _, b in self.messages],
+            "t_send_enter_ns": [e[s]["t0"] for s, _, _ in self.messages],
+            "t_recv_enter_ns": [e[r]["t0"] for _, r, _ in self.messages],
+            "send_event": [eid[s] for s, _, _ in self.messages], "recv_event": [eid[r] for _, r, _ in self.messages],
+        }, schema={"src": pl.Int32, "dst": pl.Int32, "bytes": pl.Int64, "t_send_enter_ns": pl.Int64,
+                   "t_recv_enter_ns": pl.Int64, "send_event": pl.Int64, "recv_event": pl.Int64})
+        return frames_from(ev, msgs, self.ranks)
+
+
+def waits_by(run: Run, eager_limit: int = 65536) -> dict[tuple[str, int], int]:
+    w = wait_events(run.frames(), eager_limit)
+    return {(p, r): ns for p, r, ns in w.group_by("pattern", "rank").agg(pl.col("wait_ns").sum())
+            .select(pl.col("pattern").cast(pl.Utf8), "rank", "wait_ns").iter_rows()}
+
+
+def test_late_sender_blocking_and_its_cause():
+    run = Run(2)
+    run.call(0, "MPI_Init", 0, 5)
+    run.call(1, "MPI_Init", 0, 5)
+    recv = run.call(0, "MPI_Recv", 10, 102)
+    run.call(1, "MPI_Barrier", 20, 30, coll=7, root=None)       # a lone instance: no wait
+    send = run.call(1, "MPI_Send", 100, 101)
+    run.send(send, recv)
+    w = wait_events(run.frames())
+    assert w.height == 1
+    row = w.row(0, named=True)
+    assert (str(row["pattern"]), row["rank"], row["wait_ns"], row["release_ns"]) == ("late_sender", 0, 90, 100)
+    assert (row["cause_rank"], row["cause_callsite"], row["cause_from_callsite"]) == (1, "MPI_Send@1:100",
+                                                                                      "MPI_Barrier@1:20")
+    assert row["cause_compute_ns"] == 70 and row["delay_ns"] == 70 - 5   # rank 0 computed 5 ns before its Recv
+    rows = wait_state_rows(w).to_dicts()
+    assert rows[0]["caused_by"][0] == {"rank": 1, "callsite": "MPI_Send@1:100", "seconds": 90e-9, "instances": 1,
+                                       "from_callsite": "MPI_Barrier@1:20", "excess_compute_seconds": 65e-9}
+
+
+def test_waitall_waits_for_the_latest_message_once():
+    run = Run(3)
+    wait = run.call(0, "MPI_Waitall", 2, 200)
+    a = run.call(0, "MPI_Irecv", 0, 1, done_by=wait)
+    b = run.call(0, "MPI_Irecv", 1, 2, done_by=wait)
+    run.send(run.call(1, "MPI_Send", 50, 51), a)
+    run.send(run.call(2, "MPI_Send", 150, 151), b)
+    w = wait_events(run.frames())
+    assert w["wait_ns"].to_list() == [148] and w["cause_rank"].to_list() == [2]   # not 48 + 148
+    assert str(w["call"][0]) == "MPI_Waitall"
+
+
+def test_late_receiver_only_for_sends_that_block():
+    def run_with(call: str, nbytes: int, recv_at: int) -> Run:
+        run = Run(2)
+        send = run.call(0, call, 0, 100)
+        run.send(send, run.call(1, "MPI_Recv", recv_at, recv_at + 40), nbytes)
+        return run
+
+    assert waits_by(run_with("MPI_Ssend", 8, 80)) == {("late_receiver", 0): 80}
+    assert waits_by(run_with("MPI_Send", 8, 80)) == {}                      # eager: the send did not wait
+    assert waits_by(run_with("MPI_Send", 8, 80), eager_limit=8) == {("late_receiver", 0): 80}
+    assert waits_by(run_with("MPI_Send", 1 << 20, 80)) == {("late_receiver", 0): 80}
+    assert waits_by(run_with("MPI_Ssend", 8, 150)) == {}      # left before the receive was posted
+
+
+def test_nonblocking_send_waits_in_its_completion():
+    run = Run(2)
+    wait = run.call(0, "MPI_Wait", 10, 100)
+    send = run.call(0, "MPI_Issend", 0, 1, done_by=wait)
+    run.send(send, run.call(1, "MPI_Recv", 60, 110))
+    assert waits_by(run) == {("late_receiver", 0): 50}
+
+
+def test_wrong_order():
+    run = Run(3)
+    first = run.call(0, "MPI_Recv", 10, 100)       # from rank 2, which sends late
+    second = run.call(0, "MPI_Recv", 100, 101)     # from rank 1, whose message was there all along
+    run.send(run.call(1, "MPI_Send", 0, 1), second)
+    run.send(run.call(2, "MPI_Send", 90, 91), first)
+    assert waits_by(run) == {("late_sender_wrong_order", 0): 80}
+
+
+def test_collective_patterns():
+    run = Run(3)
+    for r, t in enumerate((0, 10, 30)):
+        run.call(r, "MPI_Barrier", t, 40, coll=0)
+    for r, t in enumerate((100, 150, 120)):                  # root 1 enters last
+        run.call(r, "MPI_Bcast", t, 160, coll=1, root=1)
+    for r, t in enumerate((200, 240, 260)):                  # root 0 enters first
+        run.call(r, "MPI_Reduce", t, 270 if r == 0 else t + 1, coll=2, root=0)
+    for r, t in enumerate((300, 310, 305)):                  # nonblocking: waits in its MPI_Wait
+        w = run.call(r, "MPI_Wait", 320, 330)
+        run.call(r, "MPI_Iallreduce", t, t + 1, coll=3, done_by=w)
+    assert waits_by(run) == {("wait_at_barrier", 0): 30, ("wait_at_barrier", 1): 20, ("late_broadcast", 0): 50,
+                             ("late_broadcast", 2): 30, ("early_reduce", 0): 40}
+    w = wait_events(run.frames())
+    assert w.filter(pl.col("pattern") == "early_reduce")["cause_rank"].to_list() == [1]
+    assert set(w.filter(pl.col("pattern") == "wait_at_barrier")["cause_rank"].to_list()) == {2}
+
+
+def two_rank_run() -> Run:
+    run = Run(2)
+    run.call(0, "MPI_Init", 0, 10)
+    run.call(1, "MPI_Init", 0, 10)
+    recv = run.call(0, "MPI_Recv", 20, 100)
+    run.send(run.call(1, "MPI_Send", 90, 91), recv)
+    run.call(0, "MPI_Barrier", 100, 150, coll=0)
+    run.call(1, "MPI_Barrier", 140, 150, coll=0)
+    run.call(0, "MPI_Finalize", 170, 180)
+    run.call(1, "MPI_Finalize", 160, 180)
+    return run
+
+
+def test_critical_path():
+    f = two_rank_run().frames()
+    cp = critical_path(wait_events(f), rank_times(f))
+    # rank 0 from its end (170) back to its barrier's release (140), to rank 1 at 140, back to
+    # 91... rank 1 never waited: on to its start (10). Rank 0: 30 ns, rank 1: 130 ns.
+    assert cp.ns_by_rank == [30, 130] and cp.seconds == 160e-9 and cp.end_rank == 0
+    assert cp.share_by_rank == pytest.approx([30 / 160, 130 / 160])
+
+
+def test_phases():
+    imb = phases_of(two_rank_run().frames())
+    (p,) = imb.phases
+    # rank 0: 100 - 10 - 80 in MPI_Recv = 10; rank 1: 140 - 10 - 1 in MPI_Send = 129
+    assert (p.index, p.compute_ns, p.critical_rank, p.closing_call) == (0, [10, 129], 1, "MPI_Barrier")
+    assert p.imbalance_pct == pytest.approx(100 * (129 - 69.5) / 129)
+    assert (p.t_start_ns, p.t_end_ns) == (10, 140)
+    assert imb.to_json()["total"]["lost_seconds"] == pytest.approx(59.5e-9)
+
+
+def test_many_phases_are_grouped_in_the_json():
+    run = Run(2)
+    for i in range(200):
+        for r in range(2):
+            run.call(r, "MPI_Allreduce", 100 * i + 10 * r * (i % 3), 100 * i + 50, coll=i)
+    imb = phases_of(run.frames())
+    js = imb.to_json(limit=16)
+    assert len(imb.phases) == 200 and js["grouped"] and len(js["phases"]) == 16
+    assert sum(g["count"] for g in js["phases"]) == 200
+    assert len(js["worst_phases"]) == 10
+    assert js["total"]["compute_seconds"] == pytest.approx([sum(p.compute_ns[r] for p in imb.phases) / 1e9
+                                                            for r in range(2)])
+
+
+def test_no_phase_to_cut():
+    run = Run(2)
+    run.call(0, "MPI_Barrier", 0, 10, coll=0)        # rank 1 never took part
+    run.call(1, "MPI_Send", 0, 10)
+    with pytest.raises(UsageError, match="has no collective that all 2 ranks take part in"):
+        phases_of(run.frames())
+    d = diagnose_frames(run.frames())                # the diagnosis goes on without phases
+    assert d.imbalance is None and d.to_json()["imbalance"]["phases"] == [] and d.notes
+
+
+def test_hot_spot():
+    run = Run(4)
+    for w in (1, 2, 3):
+        for i in range(3):
+            run.send(run.call(w, "MPI_Send", 10 * i, 10 * i + 1), run.call(0, "MPI_Recv", 10 * i + w, 10 * i + 5))
+    spots = hot_spots(run.frames())
+    assert [(h.rank, h.measure) for h in spots][:2] == [(0, "messages_received"), (0, "bytes_received")]
+    assert spots[0].ratio == 4.0 and spots[0].share == 1.0
+    assert hot_spots(Run(2, run.events, run.messages[:0]).frames()) == []
+
+
+CALLS = ["MPI_Send", "MPI_Ssend", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Wait", "MPI_Waitall", "MPI_Sendrecv",
+         "MPI_Allreduce", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Ibarrier", "MPI_Init", "MPI_Finalize"]
+
+
+@st.composite
+def random_runs(draw: st.DrawFn) -> Run:
+    """Any tables, consistent or not: the bound must hold whatever the clocks and matches say."""
+    ranks = draw(st.integers(2, 4))
+    run = Run(ranks)
+    per_rank: list[list[int]] = []
+    for r in range(ranks):
+        t, mine = 0, []
+        for _ in range(draw(st.integers(1, 8))):
+            t += draw(st.integers(0, 50))
+            dur = draw(st.integers(0, 100))
+            call = draw(st.sampled_from(CALLS))
+            kw: dict[str, object] = {}
+            if call in ("MPI_Allreduce", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Ibarrier"):
+                kw = {"coll": draw(st.integers(0, 3)), "root": draw(st.integers(0, ranks - 1))}
+            mine.append(run.call(r, call, t, t + dur, **kw))
+            t += dur
+        per_rank.append(mine)
+    for mine in per_rank:   # nonblocking starts completed by a later Wait(all) of their rank (Waitall: several)
+        for i, e in enumerate(mine):
+            later = [x for x in mine[i + 1:] if run.events[x]["call"] in ("MPI_Wait", "MPI_Waitall")]
+            if run.events[e]["call"] in ("MPI_Isend", "MPI_Irecv", "MPI_Ibarrier") and later and draw(st.booleans()):
+                run.events[e]["done_by"] = draw(st.sampled_from(later))
+    every = [e for mine in per_rank for e in mine]
+    sends = [e for e in every if run.events[e]["call"] in ("MPI_Send", "MPI_Ssend", "MPI_Isend", "MPI_Sendrecv")]
+    recvs = [e for e in every if run.events[e]["call"] in ("MPI_Recv", "MPI_Irecv", "MPI_Sendrecv")]
+    for _ in range(draw(st.integers(0, 12)) if sends and recvs else 0):  # any pairs, in any time order
+        run.send(draw(st.sampled_from(sends)), draw(st.sampled_from(recvs)), draw(st.sampled_from([8, 1 << 20])))
+    return run
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_runs())
+def test_no_rank_waits_longer_than_it_spends_in_mpi(run: Run):
+    f = run.frames()
+    waits = wait_events(f, eager_limit=1024)
+    per_rank = dict(waits.group_by("rank").agg(pl.col("wait_ns").sum()).iter_rows())
+    mpi = dict(rank_times(f).select("rank", "mpi_ns").iter_rows())
+    for rank, ns in per_rank.items():
+        assert ns <= mpi[rank], (rank, ns, mpi[rank])
+    assert waits["event"].is_unique().all()                  # each call waits once
+    d = diagnose_frames(f, eager_limit=1024).to_json()       # and the whole diagnosis goes through
+    assert all(r["wait_seconds"] <= r["mpi_seconds"] + 1e-12 for r in d["per_rank"])
