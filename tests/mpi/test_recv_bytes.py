@@ -19,7 +19,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from tests.conftest import MPICH, Mpi, mpiscope_cli
+from tests.unit.export_readback import check_otf2, read_otf2
 
+from mpiscope.export.otf2 import export_otf2
 from mpiscope.mpi.build import compile_program
 from mpiscope.trace import Trace, open_trace
 
@@ -174,6 +176,9 @@ def test_recv_bytes_as_the_standard_defines(request: pytest.FixtureRequest, tmp_
     intercomm_sends(ev)
     if "MPI_Bcast_init" in calls:
         persistent_instances(t, want)
+    if which == "mpich":  # OTF2: MpiCollectiveEnd's received bytes are the events' recv_bytes
+        export_otf2(t, tmp_path / "otf2")
+        check_otf2(t, read_otf2(tmp_path / "otf2"))
 
 
 def neighbour_sends(ev: pl.DataFrame) -> None:

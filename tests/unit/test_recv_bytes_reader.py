@@ -20,7 +20,7 @@ RANKS = 2
 
 def rank_records(calls: list[dict], rank: int, version: int) -> np.ndarray:
     """A Bcast from rank 0 (16 bytes), an Allreduce (8 bytes: receives what it sends), a Gather to
-    rank 0 (4 bytes each; the root receives 8) and a Send from 0 to 1. From format 4 on, a
+    rank 0 (4 bytes each; the root receives 8), a Send from 0 to 1 and a Barrier. From format 4 on, a
     sub:recv_bytes record follows each collective call that received other than it sent; at
     the Gather's root a sub:block marker (the recorder switched blocks) sits between the two."""
     sub = call_id(calls, "sub:recv_bytes")
@@ -35,6 +35,7 @@ def rank_records(calls: list[dict], rank: int, version: int) -> np.ndarray:
     if version >= 4:  # the root both ranks' 4 bytes, the other rank nothing
         rows.append(("sub:recv_bytes", R.PEER_NONE, R.TAG_NONE, 8 if rank == 0 else 0, 3000))
     rows.append(("MPI_Send" if rank == 0 else "MPI_Recv", 1 - rank, 5, 32, 4000))
+    rows.append(("MPI_Barrier", R.PEER_NONE, 3, 0, 5000))
     rec = np.zeros(len(rows), R.REC_DTYPE)
     for i, (name, peer, tag, nbytes, t) in enumerate(rows):
         cid = sub if name == "sub:recv_bytes" else call_id(calls, name)
@@ -67,9 +68,11 @@ def test_format_4_records_received_bytes(tmp_path: Path) -> None:
         ("MPI_Allreduce", 0): 8, ("MPI_Allreduce", 1): 8,
         ("MPI_Gather", 0): 8, ("MPI_Gather", 1): 0,
         ("MPI_Send", 0): None, ("MPI_Recv", 1): None,  # point-to-point: the message's bytes say it
+        ("MPI_Barrier", 0): 0, ("MPI_Barrier", 1): 0,
     }
     colls = t.collectives().select(pl.col("call").cast(pl.Utf8), "bytes", "recv_bytes").sort("call").collect()
-    assert colls.rows() == [("MPI_Allreduce", 16, 16), ("MPI_Bcast", 16, 16), ("MPI_Gather", 8, 8)]
+    assert colls.rows() == [("MPI_Allreduce", 16, 16), ("MPI_Barrier", 0, 0), ("MPI_Bcast", 16, 16),
+                           ("MPI_Gather", 8, 8)]
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
@@ -78,9 +81,9 @@ def test_older_formats_read_with_null_recv_bytes(tmp_path: Path, version: int) -
     t = open_trace(tmp_path)
     assert t.manifest["recv_bytes_recorded"] is False
     ev = t.events().collect()
-    assert ev.height == 2 * 4 and ev["recv_bytes"].null_count() == ev.height
+    assert ev.height == 2 * 5 and ev["recv_bytes"].null_count() == ev.height
     assert ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Bcast")["bytes"].to_list() == [16, 0]
-    assert t.collectives().collect()["recv_bytes"].null_count() == 3
+    assert t.collectives().collect()["recv_bytes"].null_count() == 4
 
 
 def test_tables_merged_before_recv_bytes_read_as_null(tmp_path: Path) -> None:

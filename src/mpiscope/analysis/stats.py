@@ -2,7 +2,9 @@
 
 Application time per rank runs from the exit of MPI_Init to the entry of
 MPI_Finalize (mpiP's convention); for a rank that never finalized, to its
-last recorded event. MPI time is the time inside the other MPI calls.
+last recorded event. MPI time is the time inside the other MPI calls. Bytes: a message's once at its sender
+and once at its receiver; a collective call's `bytes` as sent and `recv_bytes` as received
+by its rank (events.parquet).
 """
 
 from __future__ import annotations
@@ -73,8 +75,10 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.len().alias("messages_sent"), pl.col("bytes").sum().alias("bytes_sent"))
     recv = msgs.group_by(pl.col("dst").alias("rank")).agg(
         pl.len().alias("messages_received"), pl.col("bytes").sum().alias("bytes_received"))
+    # recv_bytes: what each collective call received (null in traces that did not record it)
     coll = ev.filter(pl.col("coll_id").is_not_null()).group_by("rank").agg(
-        pl.col("bytes").sum().alias("collective_bytes_sent"))
+        pl.col("bytes").sum().alias("collective_bytes_sent"),
+        pl.col("recv_bytes").sum().alias("collective_bytes_received"))
     per_rank = (
         span.join(sent, on="rank", how="left").join(recv, on="rank", how="left").join(coll, on="rank", how="left")
         .with_columns(
@@ -83,7 +87,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
                       (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
         .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
-                                                   "bytes_received", "collective_bytes_sent")])
+                                                   "bytes_received", "collective_bytes_sent",
+                                                   "collective_bytes_received")])
         .sort("rank").collect()
     )
     mpi_total = max(int(per_rank["mpi_time_ns"].sum()), 1)
@@ -91,7 +96,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         ev.filter(~is_env).group_by(pl.col("call").cast(pl.Utf8))
         .agg(pl.len().alias("count"), pl.col("dur_ns").sum().alias("total_ns"),
              pl.col("dur_ns").mean().alias("mean_ns"), pl.col("dur_ns").max().alias("max_ns"),
-             pl.col("bytes").sum().alias("bytes"), pl.col("bytes").mean().alias("mean_bytes"))
+             pl.col("bytes").sum().alias("bytes"), pl.col("bytes").mean().alias("mean_bytes"),
+             pl.col("recv_bytes").sum().alias("recv_bytes"))
         .with_columns((100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi"))
         .sort("total_ns", descending=True).collect()
     )
