@@ -182,6 +182,8 @@ def parts(entry: dict, large: bool = False) -> Parts:
     if "bytes" in entry:
         expr = conditional(entry, call, "bytes")
     rexpr = conditional(entry, call, "recv_bytes") if collective else None
+    if "bytes" in entry and rexpr == expr:
+        rexpr = None  # receives what it sends (an allreduce): the merge's default, no work here
     # A receive's post-call work is on the critical path of the reply it
     # sends next, so the asked-for envelope is only worked out when no
     # status replaces it.
