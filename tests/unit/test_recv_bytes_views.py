@@ -3,6 +3,7 @@ call's entry), on the synthetic format 4 trace of test_recv_bytes_reader."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -50,3 +51,21 @@ def test_density_bins_count_sent_and_received_bytes(tmp_path: Path) -> None:
     assert by_rank == [SENT[0] + RECEIVED[0], SENT[1] + RECEIVED[1]]
     cached = compute_level(bin_input(narrow, c.messages, c.ranks, c.span_ns), 0)
     np.testing.assert_array_equal(cached.bytes, lv.bytes)
+
+
+def test_views_of_tables_merged_before_recv_bytes(tmp_path: Path) -> None:
+    """A trace merged by an older mpiscope (schema mpiscope.trace/1, no recv_bytes columns):
+    stats and the bins read it and count what its collectives sent."""
+    write_trace(tmp_path, 4)
+    open_trace(tmp_path)
+    for name in ("events", "collectives"):
+        path = tmp_path / f"{name}.parquet"
+        pl.read_parquet(path).drop("recv_bytes").write_parquet(path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["schema"] = "mpiscope.trace/1"
+    del manifest["recv_bytes_recorded"]
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    t = open_trace(tmp_path)
+    assert summarize(t).per_rank["collective_bytes_received"].to_list() == [0, 0]
+    lv = compute_level(BinInput.from_columns(source.load_columns(t)), 0)
+    assert lv.bytes.sum(axis=1).tolist() == [SENT[0] + MESSAGE, SENT[1] + MESSAGE]
