@@ -172,6 +172,19 @@ static int run_bcast(void *buffer, int count, MPI_Datatype datatype, int root, M
     return PMPI_Bcast(buffer, count, datatype, root, comm);
 }
 
+/* As the generated wrappers record a collective (wrapgen, calls.toml): the root
+ * sends the buffer, the others receive it (in a record of its own, as received
+ * bytes differ from sent ones), a root of MPI_PROC_NULL (an intercommunicator's
+ * idle side) neither. */
+static void record_bytes(struct msc_rec *r, uint64_t t_left, uint16_t c, int root, uint64_t buffer)
+{
+    int idle = root == MPI_PROC_NULL, is_root = !idle && msc_is_root(c, root);
+    r->bytes = is_root ? buffer : 0;
+    uint64_t received = idle || is_root ? 0 : buffer;
+    struct msc_span sp = msc_leave_at(r, t_left);
+    if (received != r->bytes) msc_emit_recv_bytes(&sp, received);
+}
+
 MSC_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_BCAST, __builtin_return_address(0));
@@ -185,8 +198,7 @@ MSC_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, 
     uint64_t t_left = r ? msc_ticks() : 0;
     if (r) {
         r->peer = msc_world_root(c, root);
-        r->bytes = msc_is_root(c, root) ? msc_bytes(count, datatype) : 0;
-        msc_leave_at(r, t_left);
+        record_bytes(r, t_left, c, root, msc_bytes(count, datatype));
     }
     return rc;
 }
@@ -221,8 +233,7 @@ MSC_API int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, in
     uint64_t t_left = r ? msc_ticks() : 0;
     if (r) {
         r->peer = msc_world_root(c, root);
-        r->bytes = msc_is_root(c, root) ? msc_bytes(count, datatype) : 0;
-        msc_leave_at(r, t_left);
+        record_bytes(r, t_left, c, root, msc_bytes(count, datatype));
     }
     return rc;
 }
