@@ -84,6 +84,8 @@ def in_place_allgather(ev: pl.DataFrame) -> None:
     INTEGER of the receive buffer, not the ignored 7 DOUBLE PRECISION."""
     gather = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Allgather")
     assert gather.height == 4 and (gather["bytes"] == 4).all(), gather["bytes"].to_list()
+    # and receives the other three ranks' INTEGERs, its own being in place already
+    assert (gather["recv_bytes"] == 3 * 4).all(), gather["recv_bytes"].to_list()
 
 
 @pytest.mark.mpi(ranks=4)

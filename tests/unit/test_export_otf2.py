@@ -82,12 +82,12 @@ def test_definitions(halo: Trace, tmp_path: Path) -> None:
 
 
 def test_recv_bytes_read_from_the_events_when_recorded(halo: Trace) -> None:
-    """Collectives' received bytes: the events' `recv_bytes` column when a trace has it;
-    before that, what the tables tell (here: allreduces, so 0)."""
+    """Collectives' received bytes: the events' `recv_bytes` column when the trace records it
+    (here: allreduces of 8 bytes); before that, what the tables tell (allreduces: 0)."""
     from mpiscope.export.streams import with_recv_bytes
 
     colls = halo.events().filter(pl.col("coll_id").is_not_null()).with_columns(pl.col("call").cast(pl.Utf8))
-    assert (with_recv_bytes(halo, colls).collect()["recv_bytes"] == 0).all()
+    assert (with_recv_bytes(halo, colls).collect()["recv_bytes"] == 8).all()
     recorded = colls.with_columns(pl.lit(24, pl.Int64).alias("recv_bytes"))
     assert (with_recv_bytes(halo, recorded).collect()["recv_bytes"] == 24).all()
 

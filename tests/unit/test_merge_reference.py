@@ -9,7 +9,8 @@ and persistent requests (p2pmodes), MPI_THREAD_MULTIPLE (threads, churn),
 communicator creation (comms), collectives (coll), RMA (rma), Pcontrol
 pauses (pcontrol), cut-off rank files (crash), and clock skew that the merge
 removes by shifting ranks (skew5: a synthetic halo trace with two offsets
-altered).
+altered). They are format 3 traces, recorded before collectives' received bytes were:
+their recv_bytes columns (events, collectives) are null, the rest is as it was.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def test_tables_equal_reference(tmp_path: Path, name: str) -> None:
     merge_trace(tmp_path)
     for table in TABLES:
         got, want = pl.read_parquet(tmp_path / f"{table}.parquet"), pl.read_parquet(DATA / name / f"{table}.parquet")
+        if table in ("events", "collectives"):
+            assert got["recv_bytes"].null_count() == got.height, table
+            got = got.drop("recv_bytes")
         assert got.schema == want.schema, table
         assert got.equals(want, null_equal=True), table
     manifest = json.loads((tmp_path / "manifest.json").read_text())

@@ -2,7 +2,9 @@
 
 Application time per rank runs from the exit of MPI_Init to the entry of
 MPI_Finalize (mpiP's convention); for a rank that never finalized, to its
-last recorded event. MPI time is the time inside the other MPI calls.
+last recorded event. MPI time is the time inside the other MPI calls. Bytes: a message's once at its sender
+and once at its receiver; a collective call's `bytes` as sent and `recv_bytes` as received
+by its rank (events.parquet).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Stats:
     unmatched_recvs: int
     truncated_ranks: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    bcast_mode: str = "library"
+    bcast_swaps: list[dict[str, Any]] = field(default_factory=list)  # the adaptive broadcast's (SPEC §5)
 
     @property
     def unmatched_messages(self) -> int:
@@ -53,6 +57,8 @@ class Stats:
             "unmatched_recvs": self.unmatched_recvs,
             "truncated_ranks": self.truncated_ranks,
             "warnings": self.warnings,
+            "bcast_mode": self.bcast_mode,
+            "bcast_swaps": self.bcast_swaps,
         }
 
 
@@ -65,7 +71,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
     def calls_in(wanted: list[str]) -> pl.Expr:
         return pl.col("call").to_physical().is_in([code[n] for n in wanted if n in code])
 
-    ev = trace.events().select("rank", "call", "t_enter_ns", "t_leave_ns", "bytes", "coll_id", "callsite").with_columns(
+    ev = trace.events().select(
+        "rank", "call", "t_enter_ns", "t_leave_ns", "bytes", "recv_bytes", "coll_id", "callsite").with_columns(
         (pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"), calls_in(ENV_CALLS).alias("env"))
     msgs = trace.messages().select("src", "dst", "bytes")
     span = ev.group_by("rank").agg(
@@ -76,6 +83,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
         pl.len().alias("calls"),
         pl.col("bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_sent"),
+        # recv_bytes: what each collective call received (null in traces that did not record it)
+        pl.col("recv_bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_received"),
     )
     sent = msgs.group_by(pl.col("src").alias("rank")).agg(
         pl.len().alias("messages_sent"), pl.col("bytes").sum().alias("bytes_sent"))
@@ -89,7 +98,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
                       (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
         .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
-                                                   "bytes_received", "collective_bytes_sent")])
+                                                   "bytes_received", "collective_bytes_sent",
+                                                   "collective_bytes_received")])
         .sort("rank")
     )
     mpi_calls = ev.filter(~pl.col("env"))
@@ -97,7 +107,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         mpi_calls.group_by("call")
         .agg(pl.len().alias("count"), pl.col("dur_ns").sum().alias("total_ns"),
              pl.col("dur_ns").mean().alias("mean_ns"), pl.col("dur_ns").max().alias("max_ns"),
-             pl.col("bytes").sum().alias("bytes"), pl.col("bytes").mean().alias("mean_bytes"))
+             pl.col("bytes").sum().alias("bytes"), pl.col("bytes").mean().alias("mean_bytes"),
+             pl.col("recv_bytes").sum().alias("recv_bytes"))
         .with_columns(pl.col("call").cast(pl.Utf8))
         .sort("total_ns", descending=True)
     )
@@ -125,4 +136,6 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         unmatched_recvs=int(counts.get("unmatched_recvs", 0)),
         truncated_ranks=list(trace.manifest.get("truncated_ranks", [])),
         warnings=list(trace.manifest.get("warnings", [])),
+        bcast_mode=str(trace.manifest.get("bcast", {}).get("mode", "library")),
+        bcast_swaps=list(trace.manifest.get("bcast", {}).get("swaps", [])),
     )

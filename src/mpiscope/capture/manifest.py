@@ -10,7 +10,8 @@ from mpiscope.errors import TraceCorrupt, TraceNotFound
 from mpiscope.output import write_atomic
 
 NAME = "manifest.json"
-SCHEMA = "mpiscope.trace/1"
+SCHEMA = "mpiscope.trace/2"  # trace/schema.py says what each version's tables hold
+READABLE = ("mpiscope.trace/1", SCHEMA)  # /1: no recv_bytes columns; readers take both
 
 
 def manifest_path(trace_dir: Path) -> Path:
@@ -29,7 +30,7 @@ def read_manifest(trace_dir: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TraceCorrupt(f"{path} is not valid JSON ({e}); restore it or record the trace again") from e
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("calls"), list):
+    if not isinstance(data, dict) or data.get("schema") not in READABLE or not isinstance(data.get("calls"), list):
         raise TraceCorrupt(f"{path} is not an mpiscope trace manifest (schema {SCHEMA}); "
                            f"record the trace again with this mpiscope")
     return data

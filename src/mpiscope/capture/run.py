@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mpiscope import __version__
+from mpiscope.capture.bcast import ENV_MODE, bcast_env
 from mpiscope.capture.manifest import manifest_path, write_manifest
 from mpiscope.errors import MpiError, UsageError
 from mpiscope.mpi.find import MpiInfo, built_against, launcher_env, launcher_mpi, lib_dir
@@ -121,7 +122,8 @@ def _prepare_dir(out: Path, force: bool) -> None:
 
 
 def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = False,
-               extra_env: dict[str, str] | None = None) -> RunResult:
+               extra_env: dict[str, str] | None = None, bcast: dict[str, Any] | None = None) -> RunResult:
+    """Run cmd recorded into out; `bcast` (capture.bcast.bcast_config) selects the broadcast."""
     _check_command(cmd)
     library = lib_dir()
     built = built_against(library)
@@ -139,6 +141,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
                 "library_version": built.library_version, "libmpi": built.libmpi, "compiler": built.compiler},
         "library": str(library / "libmpiscope.so"),
         "calls": calls,
+        "bcast": bcast or {"mode": "library"},
         "merged": False,
     }
     write_manifest(out, manifest)
@@ -147,6 +150,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
     env["LD_PRELOAD"] = ":".join(filter(None, [str(library / "libmpiscope.so"), env.get("LD_PRELOAD")]))
     if paused:
         env["MPISCOPE_START_PAUSED"] = "1"
+    env.update(bcast_env(bcast) if bcast else {ENV_MODE: "library"})
     env.update(extra_env or {})
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env)
@@ -161,3 +165,20 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
                      "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     write_manifest(out, manifest)
     return RunResult(code, out, seconds, manifest)
+
+
+def run_unrecorded(cmd: list[str], bcast: dict[str, Any]) -> int:
+    """Run cmd with libmpiscope preloaded for the broadcast alone: no trace is written."""
+    _check_command(cmd)
+    library = lib_dir()
+    _check_mpi(cmd, built_against(library))
+    env = launcher_env(dict(os.environ))
+    env.pop("MPISCOPE_DIR", None)
+    env["LD_PRELOAD"] = ":".join(filter(None, [str(library / "libmpiscope.so"), env.get("LD_PRELOAD")]))
+    env.update(bcast_env(bcast))
+    proc = subprocess.Popen(cmd, env=env)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        return proc.wait()

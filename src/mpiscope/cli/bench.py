@@ -2,6 +2,7 @@
 
   mpiscope bench overlap [--ops ialltoall,ibcast] [-n 4] [--sizes 0:4M] [--async-progress both]
   mpiscope bench rma [--ops put,truly_passive_put] [--sizes 0:4M]
+  mpiscope bench bcast max-effect|random|sparse [--simulate] [--ranks 128]
 
 Each benchmark is a sub-command; add one by adding a line to BENCHMARKS.
 """
@@ -17,6 +18,7 @@ from mpiscope.errors import UsageError
 BENCHMARKS = {
     "overlap": "bench_overlap",
     "rma": "bench_rma",
+    "bcast": "bench_bcast",
 }
 
 

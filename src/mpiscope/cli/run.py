@@ -4,17 +4,21 @@
 
 The program is not recompiled: libmpiscope is preloaded (LD_PRELOAD). The
 exit code is the program's. MPI_Pcontrol(0)/(1) in the program pauses and
-resumes recording; --paused starts paused.
+resumes recording; --paused starts paused. --bcast adaptive replaces MPI_Bcast
+by the adaptive broadcast (recorded as usual; --no-record: not recorded).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from mpiscope import output
-from mpiscope.capture.run import run_traced
+from mpiscope.capture.bcast import bcast_config
+from mpiscope.capture.run import run_traced, run_unrecorded
 from mpiscope.cli.merge import report_merge
+from mpiscope.errors import UsageError
 from mpiscope.trace.merge import merge_trace
 
 
@@ -23,12 +27,23 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace a trace already in --out")
     p.add_argument("--paused", action="store_true", help="start with recording paused (resume with MPI_Pcontrol(1))")
     p.add_argument("--no-merge", action="store_true", help="keep only the raw files; merge later with mpiscope merge")
+    p.add_argument("--bcast", metavar="MODE",
+                   help="MPI_Bcast: adaptive (000's virtual-rank tree, SPEC §5), binomial (the same tree, fixed) "
+                        "or library (the MPI's own, the default); parameters from MPISCOPE_BCAST_* variables")
+    p.add_argument("--no-record", action="store_true",
+                   help="with --bcast: run the broadcast alone, without recording a trace")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- mpiexec -n N prog args...")
 
 
 def run(args: argparse.Namespace) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
-    result = run_traced(cmd, args.out, force=args.force, paused=args.paused)
+    bcast = bcast_config(args.bcast, os.environ)
+    if args.no_record:
+        if bcast is None:
+            raise UsageError("--no-record runs the adaptive broadcast without recording, so it needs a broadcast; "
+                             "add --bcast adaptive or --bcast binomial")
+        return run_unrecorded(cmd, bcast)
+    result = run_traced(cmd, args.out, force=args.force, paused=args.paused, bcast=bcast)
     if result.exit_code != 0:
         output.warn(f"the program exited with code {result.exit_code}; merging what was recorded")
     if not args.no_merge:

@@ -23,14 +23,17 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 def render(s: Stats) -> None:
     output.table(
         f"Per rank ({s.ranks} ranks)",
-        ["rank", "app time", "MPI time", "MPI %", "outside MPI", "calls", "sent", "received"],
+        ["rank", "app time", "MPI time", "MPI %", "outside MPI", "calls", "sent", "received", "coll. sent",
+         "coll. received"],
         [[r["rank"], fmt_ns(r["app_time_ns"]), fmt_ns(r["mpi_time_ns"]), f"{r['mpi_pct'] or 0:.1f}",
-          fmt_ns(r["outside_mpi_ns"]), r["calls"], fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_received"])]
+          fmt_ns(r["outside_mpi_ns"]), r["calls"], fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_received"]),
+          fmt_bytes(r["collective_bytes_sent"]), fmt_bytes(r["collective_bytes_received"])]
          for r in s.per_rank.iter_rows(named=True)])
     output.table(
-        "Per call", ["call", "count", "total", "mean", "max", "% MPI", "bytes"],
+        "Per call", ["call", "count", "total", "mean", "max", "% MPI", "bytes", "received"],
         [[r["call"], r["count"], fmt_ns(r["total_ns"]), fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),
-          f"{r['pct_mpi']:.1f}", fmt_bytes(r["bytes"])] for r in s.per_call.iter_rows(named=True)])
+          f"{r['pct_mpi']:.1f}", fmt_bytes(r["bytes"]), fmt_bytes(r["recv_bytes"]) if r["recv_bytes"] else ""]
+         for r in s.per_call.iter_rows(named=True)])
     output.table(
         "Top call sites by time", ["call", "call site", "ranks", "count", "total", "mean", "% MPI"],
         [[r["call"], r["callsite"] or "?", r["ranks"], r["count"], fmt_ns(r["total_ns"]), fmt_ns(r["mean_ns"]),
@@ -40,6 +43,10 @@ def render(s: Stats) -> None:
         [[r["src"], r["dst"], r["messages"], fmt_bytes(r["bytes"])] for r in s.pairs.iter_rows(named=True)])
     output.text(f"unmatched messages: {s.unmatched_messages} "
                 f"({s.unmatched_sends} sends, {s.unmatched_recvs} receives)")
+    if s.bcast_mode != "library":
+        undone = sum(1 for w in s.bcast_swaps if w["op"] == "undo")
+        output.text(f"MPI_Bcast: {s.bcast_mode}, {len(s.bcast_swaps) - undone} swap(s) of virtual ranks, "
+                    f"{undone} undone")
     if s.truncated_ranks:
         output.warn(f"ranks that did not finish: {s.truncated_ranks}")
 

@@ -192,9 +192,9 @@ def rank_messages(
 
 def with_recv_bytes(trace: Trace, ev: pl.LazyFrame) -> pl.LazyFrame:
     """`ev` with `recv_bytes`: what each collective call received. The events' own column when
-    the trace records it; before that, what the tables tell: a broadcast's non-root receives the
-    root's bytes of its instance, every other call 0 (issue 20, item 1, replaces this)."""
-    if "recv_bytes" in ev.collect_schema().names():
+    the trace records it (raw format 4 on); before that, what the tables tell: a broadcast's
+    non-root receives the root's bytes of its instance, every other call 0."""
+    if trace.manifest.get("recv_bytes_recorded") and "recv_bytes" in ev.collect_schema().names():
         return ev.with_columns(pl.col("recv_bytes").fill_null(0))
     ids = ev.filter(pl.col("coll_id").is_not_null()).select("coll_id").unique()
     inst = (

@@ -64,9 +64,10 @@ def _by_rank(
 
 
 def bin_input(events: pl.DataFrame, messages: pl.DataFrame, ranks: int, span_ns: float) -> BinInput:
-    """From event-tile columns (with `family`; or with `pbytes` for `bytes` and `coll`, see
-    source.bin_columns) and message-tile columns. Sends count at the send's entry, receives at
-    their completion, collectives' and one-sided calls' bytes at their entry."""
+    """From event-tile columns (with `family` and, where known, `rbytes`; or with `pbytes` for
+    `bytes`, `rbytes` and `coll`, see source.bin_columns) and message-tile columns. Sends count at
+    the send's entry, receives at their completion, collectives' bytes sent and received and
+    one-sided calls' bytes at their entry."""
     if not events["rank"].is_sorted():
         events = events.sort("rank", maintain_order=True)
     rank = events["rank"].to_numpy()
@@ -77,8 +78,10 @@ def bin_input(events: pl.DataFrame, messages: pl.DataFrame, ranks: int, span_ns:
     if "pbytes" in events.columns:  # already the bytes that count at the call's entry
         pbytes = events["pbytes"].to_numpy()
     else:
-        carries = (events["coll"].to_numpy() >= 0) | (fam == ONE_SIDED)
-        pbytes = np.where(carries, events["bytes"].to_numpy(), 0.0)
+        coll = events["coll"].to_numpy() >= 0
+        pbytes = np.where(coll | (fam == ONE_SIDED), events["bytes"].to_numpy(), 0.0)
+        if "rbytes" in events.columns:
+            pbytes += np.where(coll, events["rbytes"].to_numpy(), 0.0)
     off = _offsets(rank, ranks)
     calls = Points(off, a, pbytes, 0.0, 1.0)
     nbytes = messages["bytes"].to_numpy()

@@ -98,7 +98,8 @@ def vocab(trace: Trace) -> tuple[Vocab, pl.Series]:
 def event_frame(
     trace: Trace, t0: int, v: Vocab, site_codes: pl.Series, where: pl.Expr | None = None
 ) -> pl.LazyFrame:
-    """Event-tile columns plus `family` (u8), in the table's (rank, t_enter) order."""
+    """Event-tile columns plus `family` (u8) and `rbytes` (f64: the bytes a collective call
+    received, 0 where unknown), in the table's (rank, t_enter) order."""
     site = (
         pl.col("callsite")
         .to_physical()
@@ -126,6 +127,7 @@ def event_frame(
         _rel("t_enter_ns", t0).alias("t0"),
         _rel("t_leave_ns", t0).alias("t1"),
         pl.col("bytes").cast(pl.Float64).fill_null(0.0),
+        pl.col("recv_bytes").cast(pl.Float64).fill_null(0.0).alias("rbytes"),
         _code("peer", pl.Int32),
         _code("tag", pl.Int32),
         _code("comm", pl.Int32),
@@ -139,15 +141,20 @@ def event_frame(
 
 def bin_columns(events: pl.LazyFrame) -> pl.LazyFrame:
     """Only what the bins and the per-family times need (a third of the event-tile columns):
-    `pbytes` is the bytes counted at the call's entry (collectives, one-sided calls)."""
-    carries = (pl.col("coll") >= 0) | (pl.col("family") == 2)
+    `pbytes` is the bytes counted at the call's entry (a collective's sent and received ones,
+    a one-sided call's)."""
     return events.select(
         "rank",
         "family",
         "call",
         "t0",
         "t1",
-        pl.when(carries).then(pl.col("bytes")).otherwise(0.0).alias("pbytes"),
+        pl.when(pl.col("coll") >= 0)
+        .then(pl.col("bytes") + pl.col("rbytes"))
+        .when(pl.col("family") == 2)
+        .then(pl.col("bytes"))
+        .otherwise(0.0)
+        .alias("pbytes"),
     )
 
 

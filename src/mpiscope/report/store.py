@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from mpiscope.report import density, frame, timeline
 
 ROW_GROUP = 16384
-CACHED_COLUMNS = {**timeline.COLUMNS, "events": [*timeline.COLUMNS["events"], "family"]}
+CACHED_COLUMNS = {**timeline.COLUMNS, "events": [*timeline.COLUMNS["events"], "family", "rbytes"]}
 HARD_LIMIT_FACTOR = 4  # an event tile above event_tile_max times this is cut (the page keeps its bins)
 LRU_TILES = 256
 

@@ -23,7 +23,8 @@ from mpiscope.trace.reader import RankFile
 FIRST_TABLE_ID = 16
 ROLES = ["", "tool", "env", "send", "isend", "recv", "irecv", "probe", "mprobe", "mrecv", "imrecv",
          "isendrecv", "psend_init", "precv_init", "coll", "create", "create_win", "rma", "comm", "completion",
-         "complete", "local", "recv_part", "psend", "precv", "pstart", "immediate", "pcoll_init", "pcoll"]
+         "complete", "local", "recv_part", "psend", "precv", "pstart", "immediate", "pcoll_init", "pcoll",
+         "coll_recv"]
 ROLE = {name: code for code, name in enumerate(ROLES)}
 
 

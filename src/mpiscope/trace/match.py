@@ -74,8 +74,9 @@ def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
 
 
 def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:
-    """rows: coll_id comm call root bytes t_enter_ns t_done_ns, one per rank and call of
-    each instance (coll_id). Returns one row per instance."""
+    """rows: coll_id comm call root bytes recv_bytes t_enter_ns t_done_ns, one per rank and
+    call of each instance (coll_id). Returns one row per instance; its recv_bytes are null
+    where the trace does not record them."""
     return (
         rows.group_by("coll_id")
         .agg(
@@ -84,6 +85,7 @@ def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFr
             pl.col("call").n_unique().alias("calls_seen"),
             pl.col("root").drop_nulls().first(),
             pl.col("bytes").sum(),
+            pl.when(pl.col("recv_bytes").count() > 0).then(pl.col("recv_bytes").sum()).alias("recv_bytes"),
             pl.len().alias("ranks"),
             pl.col("t_enter_ns").min().alias("t_first_enter_ns"),
             pl.col("t_enter_ns").max().alias("t_last_enter_ns"),
@@ -92,6 +94,6 @@ def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFr
         )
         .sort("coll_id")
         .join(comm_sizes, on="comm", how="left")
-        .select("coll_id", "call", "comm", "root", "bytes", "ranks", "comm_size", "calls_seen",
+        .select("coll_id", "call", "comm", "root", "bytes", "recv_bytes", "ranks", "comm_size", "calls_seen",
                 "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
     )

@@ -24,10 +24,12 @@ from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import UsageError
 from mpiscope.trace import record as R
+from mpiscope.trace.bcast import bcast_swaps
 from mpiscope.trace.clocks import causality_shifts
 from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records
 from mpiscope.trace.match import P2P, match_messages, p2p_sides
 from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
+from mpiscope.trace.received import add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.tables import (
     Rows,
@@ -137,6 +139,8 @@ def _merge(trace_dir: Path) -> MergeResult:
     files = [read_rank_file(p, len(calls.names)) for p in rank_files(trace_dir)]
     _check_memory(trace_dir, sum(f.size for f in files))
     warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir)
+    swaps, swap_warnings = bcast_swaps(trace_dir, files)
+    warnings += swap_warnings
     rec, comms = build_records(files, calls)
     for f in files:  # the records are copied into rec: unmap the files (peak memory)
         f.blocks.clear()
@@ -144,6 +148,7 @@ def _merge(trace_dir: Path) -> MergeResult:
     stuck, clocks = _stuck_calls(rec, calls), rec.clocks
     links = link_starts(rec)
     starts = persistent_starts(rec, links, calls)
+    recorded = all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files)
     with ThreadPoolExecutor(max_workers=2) as pool:
         # Two cores: matching runs beside the events kernel and the building
         # of the events table, which is written (the longest step) beside the
@@ -153,6 +158,7 @@ def _merge(trace_dir: Path) -> MergeResult:
         # kernels, NumPy, Polars and pyarrow release the GIL.
         matched = pool.submit(_match, rec, links, nranks)
         rows = event_rows(rec, links, calls)
+        add_recv_bytes(rec, rows, starts, starts["record"], recorded)
         ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         p2p, si, ri, shifts, feasible = matched.result()
         del rec  # every table has its own columns now (peak memory)
@@ -188,6 +194,8 @@ def _merge(trace_dir: Path) -> MergeResult:
                   "ranks": [c.to_dict() for c in clocks.values()],
                   "causality_shift_ns": shifts.tolist()},
         "t0_ns": int(rows["t_enter"].min()) if nevents else 0,
+        "bcast": {**manifest.get("bcast", {"mode": "library"}), "swaps": swaps},
+        "recv_bytes_recorded": recorded,
         "warnings": warnings,
     })
     write_manifest(trace_dir, manifest)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 FILE_MAGIC = 0x4543415254435353
 BLOCK_MAGIC = 0x4B4C4253
 COMMDEF_MAGIC = 0x46454443
@@ -21,8 +21,12 @@ RECS_PER_BLOCK = (BLOCK_BYTES - BLOCK_HEADER_BYTES) // REC_BYTES
 # (header bytes, block bytes) of each format version the reader takes; the
 # records and headers are alike in all, only where the blocks sit differs.
 # From version 3 on a block may be in the file twice (the recorder's ring
-# slot and its copy): readers keep the one with more records.
-GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES), 3: (HEADER_BYTES, BLOCK_BYTES)}
+# slot and its copy): readers keep the one with more records. From version 4
+# on a collective's received bytes follow it in a sub:recv_bytes record where
+# they differ from its sent bytes (before, they were not recorded).
+GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES), 3: (HEADER_BYTES, BLOCK_BYTES),
+            4: (HEADER_BYTES, BLOCK_BYTES)}
+RECV_BYTES_SINCE = 4  # the first format version that records collectives' received bytes
 
 
 def layout(version: int) -> tuple[int, int, int]:

@@ -6,7 +6,7 @@ Rename a column only with a SCHEMA bump. Times are ns on rank 0's clock
 
 from __future__ import annotations
 
-SCHEMA = "mpiscope.trace/1"
+SCHEMA = "mpiscope.trace/2"  # 2: events' and collectives' recv_bytes
 
 EVENTS = {
     "event": "row id, in (rank, t_enter_ns) order",
@@ -19,6 +19,8 @@ EVENTS = {
     "peer": "peer as world rank (destination, source, RMA target); null if none or MPI_ANY_SOURCE",
     "tag": "tag; null if none or MPI_ANY_TAG",
     "bytes": "bytes: of the message for point-to-point; sent by this rank for collectives",
+    "recv_bytes": "collectives (and *_init calls of persistent ones): bytes this rank received, as the MPI "
+    "standard defines its receive buffer; null for other calls and in traces recorded before format 4",
     "root": "root as world rank for rooted collectives",
     "request": "request id tying a nonblocking start to its completion (rank-local)",
     "t_complete_ns": "for nonblocking starts: exit time of the call that completed the request",
@@ -40,6 +42,7 @@ MESSAGES = {
 COLLECTIVES = {
     "coll_id": "instance id", "call": "MPI function", "comm": "communicator id",
     "root": "root (world rank), null if none", "bytes": "bytes sent, summed over ranks",
+    "recv_bytes": "bytes received, summed over ranks (null in traces recorded before format 4)",
     "ranks": "ranks seen in this instance", "comm_size": "ranks of the communicator",
     "t_first_enter_ns": "first rank entered", "t_last_enter_ns": "last rank entered",
     "t_first_leave_ns": "first rank left (completed)", "t_last_leave_ns": "last rank left (completed)",

@@ -73,6 +73,7 @@ def persistent_starts(rec: Records, links: StartLinks, calls: CallTable) -> Rows
         "t_leave": rec.t_leave[idx].copy(),
         "t_complete": np.where(linked, links.t_complete[pos] if links.index.size else -1, -1),
         "call": np.where(known, codes[np.where(known, init, 0).astype(np.int64)], 0).astype(np.uint32),
+        "record": idx,
     }
 
 
@@ -116,6 +117,7 @@ def collectives_table(parts: list[tuple[Rows, np.ndarray]], comms: pl.DataFrame,
             pl.Series("coll_id", coll_id[idx]), pl.Series("comm", e["comm"][idx].astype(np.int64)),
             calls.series(e["call"][idx]), nullable(peer, peer >= 0, "root"),
             pl.Series("bytes", e["bytes"][idx].astype(np.int64)),
+            nullable(e["recv_bytes"][idx].astype(np.int64), e["recv_valid"][idx], "recv_bytes"),
             pl.Series("t_enter_ns", e["t_enter"][idx].astype(np.int64)),
             nullable(t_done.astype(np.int64), t_done >= 0, "t_done_ns"),
         ]))
@@ -137,6 +139,7 @@ def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
         nullable(peer, ~coll & (peer >= 0), "peer"),
         nullable(tag, ~numbered & (tag > R.TAG_ANY), "tag"),
         pl.Series("bytes", e["bytes"]),
+        nullable(e["recv_bytes"], e["recv_valid"], "recv_bytes"),
         nullable(peer, coll & (peer >= 0), "root"),
         nullable(req, req != 0, "request"),
         nullable(tc, tc >= 0, "t_complete_ns"),

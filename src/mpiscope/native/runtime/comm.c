@@ -169,17 +169,28 @@ static void describe(uint16_t id, MPI_Comm comm)
         m->remote = translate(g, &m->remote_size);
         PMPI_Group_free(&g);
     }
-    m->outdeg = 0;
+    m->outdeg = m->indeg = 0;
+    m->null_nbrs = 0;
     if (!inter) PMPI_Topo_test(comm, &topo);
     if (topo == MPI_CART) {
+        /* MPI-3.1 §7.6: per dimension the neighbour in the negative, then in the
+         * positive direction, for sources and destinations alike; MPI_PROC_NULL
+         * past a non-periodic border */
         int ndims = 0;
         PMPI_Cartdim_get(comm, &ndims);
-        m->outdeg = 2 * ndims;
+        m->outdeg = m->indeg = 2 * ndims;
+        for (int d = 0; d < ndims && 2 * d + 1 < 64; d++) {
+            int below = MPI_PROC_NULL, above = MPI_PROC_NULL;
+            PMPI_Cart_shift(comm, d, 1, &below, &above);
+            m->null_nbrs |= (uint64_t)(below == MPI_PROC_NULL) << (2 * d) |
+                            (uint64_t)(above == MPI_PROC_NULL) << (2 * d + 1);
+        }
     } else if (topo == MPI_GRAPH) {
         PMPI_Graph_neighbors_count(comm, m->my_rank, &m->outdeg);
+        m->indeg = m->outdeg; /* graph edges go both ways */
     } else if (topo == MPI_DIST_GRAPH) {
-        int indeg = 0, weighted = 0;
-        PMPI_Dist_graph_neighbors_count(comm, &indeg, &m->outdeg, &weighted);
+        int weighted = 0;
+        PMPI_Dist_graph_neighbors_count(comm, &m->indeg, &m->outdeg, &weighted);
     }
 }
 
@@ -240,6 +251,8 @@ uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int sa
                 m->remote_size = m->remote ? p->remote_size : 0;
             }
             m->outdeg = p->outdeg;
+            m->indeg = p->indeg;
+            m->null_nbrs = p->null_nbrs;
         } else {
             describe(id, newcomm);
         }
@@ -331,7 +344,8 @@ uint16_t msc_win_created(uint16_t comm, int32_t seq, MPI_Win win)
         PMPI_Group_free(&g);
         m->remote = NULL;
         m->remote_size = 0;
-        m->outdeg = 0;
+        m->outdeg = m->indeg = 0;
+        m->null_nbrs = 0;
         m->kind = MSC_COMM_WIN;
         uint64_t base = comm == MSC_COMM_UNKNOWN ? 0 : msc_comms[comm].gid;
         m->gid = mix(mix(base, (uint64_t)(uint32_t)seq), 0x57494e);

@@ -262,13 +262,25 @@ int msc_request_free(void *site, MPI_Request *request)
 static void started(const struct msc_span *sp, MPI_Request req)
 {
     struct msc_rec *s = sp ? msc_sub(sp) : NULL;
-    int kind = msc_req_restart(req, s);
+    uint64_t recv_bytes = 0;
+    int kind = msc_req_restart(req, s, &recv_bytes);
     if (!s) return;
     /* a reserved record must be committed, or readers stop at it */
     msc_commit(s, kind == MSC_REQ_PRECV   ? MSC_SUB_PRECV
                   : kind == MSC_REQ_PSEND ? MSC_SUB_PSEND
                   : kind == MSC_REQ_PCOLL ? MSC_SUB_PCOLL
                                           : MSC_SUB_PSTART);
+    if (kind == MSC_REQ_PCOLL && recv_bytes != s->bytes) msc_emit_recv_bytes(sp, recv_bytes);
+}
+
+/* What a collective (or the persistent collective started just before) receives,
+ * in the record after its own (see MSC_SUB_RECV_BYTES in record.h). */
+void msc_emit_recv_bytes(const struct msc_span *sp, uint64_t bytes)
+{
+    struct msc_rec *s = msc_sub(sp);
+    if (!s) return;
+    s->bytes = bytes;
+    msc_commit(s, MSC_SUB_RECV_BYTES);
 }
 
 int msc_start_request(void *site, MPI_Request *request)

@@ -92,8 +92,9 @@ int msc_f_in_place(const void *buf)
 int32_t msc_f_peers(MPI_Comm comm)
 {
     uint16_t c = msc_comm_id(comm);
-    int32_t p = msc_npeers(c), d = msc_outdeg(c);
-    return p > d ? p : d;
+    int32_t p = msc_npeers(c), d = msc_outdeg(c), i = msc_indeg(c);
+    p = p > d ? p : d;
+    return p > i ? p : i;
 }
 
 const MPI_Datatype *msc_f2c_types(const MPI_Fint *types, int32_t n)

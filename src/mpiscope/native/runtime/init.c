@@ -183,6 +183,7 @@ static void spawned_world(void)
 /* MPI_Init or MPI_Init_thread returned. */
 void msc_start(uint16_t call, uint64_t t0, void *site)
 {
+    msc_bcast_init(); /* recording or not */
     if (msc_tracking) { /* a session started the recording: this is one more call */
         msc_record_init(call, t0, site);
         return;
@@ -268,6 +269,7 @@ void msc_finished(struct msc_rec *r)
 int msc_finalize(void *site)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_FINALIZE, site);
+    msc_bcast_finalize();
     msc_before_finalize();
     int rc = PMPI_Finalize();
     msc_finished(r);

@@ -29,8 +29,11 @@
 #include <stddef.h>
 
 /* 1: 1 MiB blocks right after the header page; 2: a block is in the file
- * once; 3: a block may be in the file twice (see below) */
-#define MSC_FORMAT_VERSION 3u
+ * once; 3: a block may be in the file twice (see below); 4: a collective's
+ * received bytes follow it in a record of their own (MSC_SUB_RECV_BYTES,
+ * calls_gen.h) where they differ from its sent bytes, so that the reader
+ * takes a collective without one as receiving what it sent */
+#define MSC_FORMAT_VERSION 4u
 #define MSC_FILE_MAGIC 0x4543415254435353ull /* "SSCTRACE" little-endian */
 #define MSC_BLOCK_MAGIC 0x4b4c4253u          /* "SBLK" */
 #define MSC_COMMDEF_MAGIC 0x46454443u        /* "CDEF" */

@@ -22,6 +22,7 @@ struct rslot {
     int32_t peer;   /* persistent requests: their envelope; MPI_Isendrecv: its receive half's */
     int32_t tag;
     uint64_t bytes;
+    uint64_t recv_bytes; /* persistent collectives: what one instance receives */
 };
 
 struct rtab {
@@ -148,11 +149,14 @@ void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int
     __atomic_store_n(&s->val, pack(0, comm, kind), __ATOMIC_RELEASE);
 }
 
-/* A persistent collective: its slot keeps the root, the bytes of one
- * instance and, in place of a tag, the call that made it (which collective
- * each start runs). */
-void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t bytes, uint16_t call)
+/* A persistent collective: its slot keeps the root, the bytes one instance
+ * sends and receives and, in place of a tag, the call that made it (which
+ * collective each start runs). */
+void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t bytes, uint64_t recv_bytes,
+                          uint16_t call)
 {
+    struct rslot *s = req == MPI_REQUEST_NULL ? NULL : find(&reqs, MSC_KEY(req), 1);
+    if (s) s->recv_bytes = recv_bytes; /* before the kind is published */
     msc_req_persist(req, MSC_REQ_PCOLL, comm, root, (int32_t)call, bytes);
 }
 
@@ -237,8 +241,9 @@ void msc_req_cancel_asked(struct msc_reqinfo *info)
 }
 
 /* MPI_Start of a persistent request: a new instance id, and its envelope
- * written into `sub` (a psend/precv record). Returns the kind, 0 if unknown. */
-int msc_req_restart(MPI_Request req, struct msc_rec *sub)
+ * written into `sub` (a psend/precv record); a persistent collective's
+ * received bytes into *recv_bytes. Returns the kind, 0 if unknown. */
+int msc_req_restart(MPI_Request req, struct msc_rec *sub, uint64_t *recv_bytes)
 {
     struct rslot *s = find(&reqs, MSC_KEY(req), 0);
     if (!s) return 0;
@@ -259,6 +264,7 @@ int msc_req_restart(MPI_Request req, struct msc_rec *sub)
         if (kind == MSC_REQ_PCOLL) {
             sub->tag = seq;
             sub->callsite = (uint64_t)(uint16_t)s->tag; /* see MSC_SUB_PCOLL in record.h */
+            *recv_bytes = s->recv_bytes;
         }
     }
     return kind;

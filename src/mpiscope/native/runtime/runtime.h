@@ -90,7 +90,8 @@ struct msc_comm {
     uint64_t gid;
     int32_t *ranks;        /* world rank of each comm rank; NULL: identity (world) */
     int32_t *remote;       /* remote group of an intercommunicator */
-    int32_t size, remote_size, my_rank, outdeg;
+    int32_t size, remote_size, my_rank, outdeg, indeg; /* degrees: of the attached topology */
+    uint64_t null_nbrs;    /* bit i: neighbour i is MPI_PROC_NULL (a non-periodic Cartesian border) */
     uint32_t create_count; /* Comm_create_group calls seen on this parent */
     int kind;              /* enum msc_comm_kind */
     uint32_t seq;          /* collective calls so far (atomic) */
@@ -146,14 +147,15 @@ uint32_t msc_req_start(MPI_Request req, int kind, uint16_t comm);
 uint32_t msc_req_start_id(MPI_Request req, int kind, uint16_t comm, uint32_t id);
 void msc_req_persist(MPI_Request req, int kind, uint16_t comm, int32_t peer, int32_t tag,
                      uint64_t bytes);
-void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t bytes, uint16_t call);
+void msc_req_persist_coll(MPI_Request req, uint16_t comm, int32_t root, uint64_t bytes, uint64_t recv_bytes,
+                          uint16_t call);
 void msc_req_asked(MPI_Request req, int32_t peer, int32_t tag, uint64_t bytes);
 void msc_req_lookup(MPI_Request req, struct msc_reqinfo *info);
 void msc_req_completed(const struct msc_reqinfo *info);
 void msc_req_cancel_asked(struct msc_reqinfo *info);
 void msc_req_completing(struct msc_reqinfo *info, int n);
 void msc_req_still_pending(struct msc_reqinfo *info, int n);
-int msc_req_restart(MPI_Request req, struct msc_rec *sub);
+int msc_req_restart(MPI_Request req, struct msc_rec *sub, uint64_t *recv_bytes);
 uint32_t msc_msg_start(MPI_Message msg, uint16_t comm);
 uint32_t msc_msg_lookup(MPI_Message msg, uint16_t *comm);
 
@@ -187,10 +189,15 @@ int msc_request_free(void *site, MPI_Request *request);
 int msc_start_request(void *site, MPI_Request *request);
 int msc_startall(void *site, int count, MPI_Request array_of_requests[]);
 
+/* the adaptive broadcast (bcast.c): after MPI_Init*, before MPI_Finalize */
+void msc_bcast_init(void);
+void msc_bcast_finalize(void);
+
 /* completions (complete.c) */
 void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *st);
 void msc_emit_complete(const struct msc_span *sp, const struct msc_reqinfo *ri,
                        const MPI_Status *st);
+void msc_emit_recv_bytes(const struct msc_span *sp, uint64_t bytes);
 
 MSC_HOT uint64_t msc_ticks(void)
 {
@@ -398,19 +405,57 @@ static inline int32_t msc_outdeg(uint16_t c)
     return c == MSC_COMM_UNKNOWN ? 0 : msc_comms[c].outdeg;
 }
 
+static inline int32_t msc_indeg(uint16_t c)
+{
+    return c == MSC_COMM_UNKNOWN ? 0 : msc_comms[c].indeg;
+}
+
+static inline int msc_is_inter(uint16_t c)
+{
+    return c != MSC_COMM_UNKNOWN && msc_comms[c].kind == MSC_COMM_INTER;
+}
+
+static inline int32_t msc_my_rank(uint16_t c)
+{
+    return c == MSC_COMM_UNKNOWN ? 0 : msc_comms[c].my_rank;
+}
+
+static inline int32_t msc_npeers_but_me(uint16_t c)
+{
+    int32_t p = msc_npeers(c);
+    return p > 0 ? p - 1 : 0;
+}
+
+/* The MPI_PROC_NULL neighbours among the first n of a neighbourhood collective
+ * (MPI-3.1 §7.6: their blocks are neither sent nor received). */
+static inline uint64_t msc_null_nbrs(uint16_t c, int32_t n)
+{
+    uint64_t m = c == MSC_COMM_UNKNOWN ? 0 : msc_comms[c].null_nbrs;
+    return n >= 64 ? m : m & ((1ull << (n > 0 ? n : 0)) - 1);
+}
+
+static inline int32_t msc_live_nbrs(uint16_t c, int32_t n)
+{
+    return n - __builtin_popcountll(msc_null_nbrs(c, n));
+}
+
 /* Count arrays are int[] in MPI-3 calls and MPI_Count[] in MPI-4's _c calls. */
+/* (skip: bit i set leaves out entry i, an MPI_PROC_NULL neighbour) */
 #define MSC_COUNT_HELPERS(suffix, type)                                                          \
-    static inline uint64_t msc_sum_counts##suffix(const type *counts, int32_t n, MPI_Datatype dt) \
+    static inline uint64_t msc_sum_counts##suffix(const type *counts, int32_t n, uint64_t skip,  \
+                                                  MPI_Datatype dt)                              \
     {                                                                                           \
         uint64_t total = 0;                                                                     \
-        for (int32_t i = 0; i < n; i++) total += counts[i] > 0 ? (uint64_t)counts[i] : 0;      \
+        for (int32_t i = 0; i < n; i++)                                                         \
+            if (!(i < 64 && (skip >> i) & 1)) total += counts[i] > 0 ? (uint64_t)counts[i] : 0; \
         return total * msc_bytes(1, dt);                                                        \
     }                                                                                           \
     static inline uint64_t msc_sum_wcounts##suffix(const type *counts, const MPI_Datatype *types, \
-                                                   int32_t n)                                   \
+                                                   int32_t n, uint64_t skip)                    \
     {                                                                                           \
         uint64_t total = 0;                                                                     \
-        for (int32_t i = 0; i < n; i++) total += msc_bytes((int64_t)counts[i], types[i]);      \
+        for (int32_t i = 0; i < n; i++)                                                         \
+            if (!(i < 64 && (skip >> i) & 1)) total += msc_bytes((int64_t)counts[i], types[i]); \
         return total;                                                                           \
     }                                                                                           \
     static inline uint64_t msc_mybytes##suffix(uint16_t c, const type *counts, MPI_Datatype dt) \
@@ -423,11 +468,16 @@ MSC_COUNT_HELPERS(_count, MPI_Count)
 #define MSC_BY_COUNT(fn, counts) \
     _Generic((counts), int *: fn##_int, const int *: fn##_int, MPI_Count *: fn##_count, const MPI_Count *: fn##_count)
 
-#define msc_vbytes(c, counts, dt) MSC_BY_COUNT(msc_sum_counts, counts)(counts, msc_npeers(c), dt)
-#define msc_wbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_npeers(c))
-#define msc_degvbytes(c, counts, dt) MSC_BY_COUNT(msc_sum_counts, counts)(counts, msc_outdeg(c), dt)
-#define msc_degwbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_outdeg(c))
+#define msc_vbytes(c, counts, dt) MSC_BY_COUNT(msc_sum_counts, counts)(counts, msc_npeers(c), 0, dt)
+#define msc_wbytes(c, counts, types) MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, msc_npeers(c), 0)
+/* deg: the topology's out- or in-degree */
+#define msc_degvbytes(c, counts, dt, deg) \
+    MSC_BY_COUNT(msc_sum_counts, counts)(counts, deg, msc_null_nbrs(c, deg), dt)
+#define msc_degwbytes(c, counts, types, deg) \
+    MSC_BY_COUNT(msc_sum_wcounts, counts)(counts, types, deg, msc_null_nbrs(c, deg))
 #define msc_mybytes(c, counts, dt) MSC_BY_COUNT(msc_mybytes, counts)(c, counts, dt)
+/* all ranks' but this one's (an in-place gather's root, an in-place allgather) */
+#define msc_otherbytes(c, counts, dt) (msc_vbytes(c, counts, dt) - msc_mybytes(c, counts, dt))
 
 MSC_HOT uint64_t msc_status_bytes(const MPI_Status *st)
 {

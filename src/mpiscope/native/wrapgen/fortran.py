@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from parts import LEFT, TableError, parts
+from parts import LEFT, TableError, inplace_buffer, parts
 
 HANDLES = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Op": "Op", "MPI_Info": "Info",
            "MPI_Group": "Group", "MPI_Win": "Win", "MPI_Request": "Request", "MPI_Message": "Message"}
@@ -68,7 +68,7 @@ def fortran_wrapper(entry: dict) -> str:
     needs_types = False
     for decl, name in p.params:
         fdecl, conv, refresh = _fortran_param(decl, name)
-        if name == "sendbuf" and "bytes_inplace" in entry:
+        if name == inplace_buffer(entry) and ("bytes_inplace" in entry or "recv_bytes_inplace" in entry):
             # Fortran's MPI_IN_PLACE is not C's; MPICH's mpi_x_f08ts_ pass a
             # descriptor, whose first member is the address.
             address = f"cdesc ? *(void *const *){name}_f : {name}_f"
@@ -135,4 +135,5 @@ def fortran_wrapper(entry: dict) -> str:
 def fortran_code(table: list[dict]) -> list[str]:
     head = ["/* generated from calls.toml by gen.py (fortran.py); do not edit */",
             '#include "fortran.h"', "#if MSC_HAVE_FORTRAN", ""]
-    return head + [fortran_wrapper(e) for e in table if not e.get("hand") and e["mpi"] < "4"] + ["#endif"]
+    wrapped = [e for e in table if (not e.get("hand") or e.get("fortran")) and e["mpi"] < "4"]
+    return head + [fortran_wrapper(e) for e in wrapped] + ["#endif"]

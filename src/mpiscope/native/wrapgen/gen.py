@@ -8,12 +8,22 @@ entry points, fortran.py) and OUTDIR/calls.json (id -> name,
 family, role: what the merge needs to interpret a record). Run by CMake; the
 outputs are build products, never committed.
 
-Byte expressions (`bytes`, `bytes_root`, `bytes_inplace`):
-    0 | ARG | N*T | P*N*T | sum(N)*T | mycount(N)*T | wsum(N,TS)
-    | deg*N*T | degsum(N)*T | degwsum(N,TS) | size(T)
+Byte expressions (`bytes`, `bytes_root`, `bytes_inplace`: what the call sends;
+`recv_bytes`, `recv_bytes_root`, `recv_bytes_inplace`: what a collective
+receives, or what an Isendrecv's receive half asks for):
+    0 | ARG | N*T | P*N*T | (P-1)*N*T | sum(N)*T | others(N)*T | mycount(N)*T
+    | wsum(N,TS) | intra*N*T | notfirst*N*T
+    | deg*N*T | degsum(N)*T | degwsum(N,TS) | indeg*N*T | indegsum(N)*T
+    | indegwsum(N,TS) | size(T)
 N and TS are argument names (counts and datatypes), P is the number of peers
-of the communicator (its size, or the remote size of an intercommunicator),
-deg its out-degree in the attached topology.
+of the communicator (its size, or the remote size of an intercommunicator);
+others(N) sums N over them but this rank, mycount(N) is this rank's N;
+intra: 0 on an intercommunicator; notfirst: 0 at rank 0; deg and indeg are the
+out- and in-degree of the attached topology (neighbours that are
+MPI_PROC_NULL, at a non-periodic Cartesian border, neither send nor receive).
+The *_root expressions hold at the root, *_inplace ones where the in-place
+buffer (`inplace`, default sendbuf) is MPI_IN_PLACE. A collective without
+`recv_bytes` receives what it sends.
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ SUB_RECORDS = {
     6: ("sub:pstart", "pstart"),       # any other request started by Start/Startall
     7: ("sub:immediate", "immediate"), # an earlier request was a shared, already complete object
     8: ("sub:pcoll", "pcoll"),         # a persistent collective started by Start/Startall: one instance
+    9: ("sub:recv_bytes", "coll_recv"),  # bytes received by the collective (or pcoll start) before it,
+                                         # where they differ from those it sent
 }
 STARTS = {"psend", "precv", "pstart", "pcoll"}
 # Roles of the hand-written calls (the table gives no roles for them).
@@ -95,6 +107,9 @@ def load(path: Path) -> list[dict]:
                 raise TableError(f"entry {entry.get('name', '?')} lacks '{key}'")
         if entry["name"] in seen:
             raise TableError(f"{entry['name']} appears twice")
+        # a collective that sends data must say what it receives (the merge would take the same)
+        if entry["family"] in SEQ_FAMILIES | {"pcoll"} and "bytes" in entry and "recv_bytes" not in entry:
+            raise TableError(f"{entry['name']} gives bytes but no recv_bytes")
         seen.add(entry["name"])
     return table
 

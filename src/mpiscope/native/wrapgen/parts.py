@@ -40,9 +40,16 @@ def byte_expr(expr: str, call: str) -> str:
         (r"sum\((\w+)\)\*(\w+)", lambda m: f"msc_vbytes(c, {m[1]}, {m[2]})"),
         (r"mycount\((\w+)\)\*(\w+)", lambda m: f"msc_mybytes(c, {m[1]}, {m[2]})"),
         (r"wsum\((\w+),(\w+)\)", lambda m: f"msc_wbytes(c, {m[1]}, {m[2]})"),
-        (r"deg\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_outdeg(c) * msc_bytes({m[1]}, {m[2]})"),
-        (r"degsum\((\w+)\)\*(\w+)", lambda m: f"msc_degvbytes(c, {m[1]}, {m[2]})"),
-        (r"degwsum\((\w+),(\w+)\)", lambda m: f"msc_degwbytes(c, {m[1]}, {m[2]})"),
+        (r"\(P-1\)\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_npeers_but_me(c) * msc_bytes({m[1]}, {m[2]})"),
+        (r"others\((\w+)\)\*(\w+)", lambda m: f"msc_otherbytes(c, {m[1]}, {m[2]})"),
+        (r"intra\*(\w+)\*(\w+)", lambda m: f"(msc_is_inter(c) ? 0 : msc_bytes({m[1]}, {m[2]}))"),
+        (r"notfirst\*(\w+)\*(\w+)", lambda m: f"(msc_my_rank(c) > 0 ? msc_bytes({m[1]}, {m[2]}) : 0)"),
+        (r"deg\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_live_nbrs(c, msc_outdeg(c)) * msc_bytes({m[1]}, {m[2]})"),
+        (r"degsum\((\w+)\)\*(\w+)", lambda m: f"msc_degvbytes(c, {m[1]}, {m[2]}, msc_outdeg(c))"),
+        (r"degwsum\((\w+),(\w+)\)", lambda m: f"msc_degwbytes(c, {m[1]}, {m[2]}, msc_outdeg(c))"),
+        (r"indeg\*(\w+)\*(\w+)", lambda m: f"(uint64_t)msc_live_nbrs(c, msc_indeg(c)) * msc_bytes({m[1]}, {m[2]})"),
+        (r"indegsum\((\w+)\)\*(\w+)", lambda m: f"msc_degvbytes(c, {m[1]}, {m[2]}, msc_indeg(c))"),
+        (r"indegwsum\((\w+),(\w+)\)", lambda m: f"msc_degwbytes(c, {m[1]}, {m[2]}, msc_indeg(c))"),
         (r"size\((\w+)\)", lambda m: f"msc_bytes(1, {m[1]})"),
         (r"(\w+)\*(\w+)\*(\w+)", lambda m: f"(uint64_t)({m[1]} > 0 ? {m[1]} : 0) * msc_bytes({m[2]}, {m[3]})"),
         (r"(\w+)", lambda m: f"(uint64_t)({m[1]})"),
@@ -57,9 +64,33 @@ def byte_expr(expr: str, call: str) -> str:
 def check_entry(entry: dict, names: set[str]) -> None:
     call = entry["name"]
     for key in ("comm", "win", "peer", "root", "tag", "request", "status", "flag", "message",
-                "message_ref", "cancels", "request_of", "newcomm", "newwin", "recv_part", "recv_source", "recv_tag"):
+                "message_ref", "cancels", "request_of", "newcomm", "newwin", "recv_part", "recv_source", "recv_tag",
+                "inplace"):
         if key in entry and entry[key] not in names:
             raise TableError(f"{call}: role {key} names '{entry[key]}', which is not an argument")
+
+
+def inplace_buffer(entry: dict) -> str:
+    """The argument that MPI_IN_PLACE goes in: the send buffer, but a scatter root's receive buffer."""
+    return str(entry.get("inplace", "sendbuf"))
+
+
+def conditional(entry: dict, call: str, key: str) -> str | None:
+    """C expression of entry[key] ("bytes": what the call sends; "recv_bytes": what a collective
+    receives), with KEY_root at the root and KEY_inplace where the in-place buffer (`inplace`,
+    default sendbuf) is MPI_IN_PLACE, the latter first (an in-place root); None if the table
+    gives no KEY. In an intercommunicator's root group the ranks that pass MPI_PROC_NULL as
+    root take no part: 0."""
+    if key not in entry:
+        return None
+    expr = byte_expr(entry[key], call)
+    if f"{key}_root" in entry:
+        expr = f"(msc_is_root(c, {entry['root']}) ? {byte_expr(entry[f'{key}_root'], call)} : {expr})"
+    if f"{key}_inplace" in entry:
+        expr = f"({inplace_buffer(entry)} == MPI_IN_PLACE ? {byte_expr(entry[f'{key}_inplace'], call)} : {expr})"
+    if "root" in entry:
+        expr = f"({entry['root']} == MPI_PROC_NULL ? 0 : {expr})"
+    return expr
 
 
 # The statement every emitter puts right after the PMPI call: the tick the
@@ -100,6 +131,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
     sequenced = bool(handle) and (family in SEQ_FAMILIES or entry.get("create") in ("coll", "idup")
                                   or "newwin" in entry)
     pcoll = entry.get("persistent") == "coll"  # its starts are numbered collectives
+    collective = family in SEQ_FAMILIES or pcoll
 
     pre: list[str] = []
     post: list[str] = []
@@ -122,7 +154,8 @@ def parts(entry: dict, large: bool = False) -> Parts:
     elif "message_ref" in entry or "cancels" in entry or "request_of" in entry:
         # The communicator comes from the message or request table.
         post.append("r->comm = c;")
-    elif "bytes" in entry and re.search(r"\b(P|sum|wsum|mycount|deg\w*)\b", entry["bytes"]):
+    elif any(re.search(r"\b(P|sum|wsum|mycount|others|intra|notfirst|deg\w*|indeg\w*)\b", entry.get(k, ""))
+             for k in ("bytes", "recv_bytes")):
         raise TableError(f"{call}: byte expression needs a communicator")
     status = entry.get("status") or entry.get("recv_part")
     if "message_ref" in entry:
@@ -147,11 +180,10 @@ def parts(entry: dict, large: bool = False) -> Parts:
     if "tag" in entry:
         asked.append(f"r->tag = msc_tag({entry['tag']});")
     if "bytes" in entry:
-        expr = byte_expr(entry["bytes"], call)
-        if "bytes_inplace" in entry:
-            expr = f"sendbuf == MPI_IN_PLACE ? {byte_expr(entry['bytes_inplace'], call)} : {expr}"
-        if "bytes_root" in entry:
-            expr = f"msc_is_root(c, {entry['root']}) ? {byte_expr(entry['bytes_root'], call)} : {expr}"
+        expr = conditional(entry, call, "bytes")
+    rexpr = conditional(entry, call, "recv_bytes") if collective else None
+    if "bytes" in entry and rexpr == expr:
+        rexpr = None  # receives what it sends (an allreduce): the merge's default, no work here
     # A receive's post-call work is on the critical path of the reply it
     # sends next, so the asked-for envelope is only worked out when no
     # status replaces it.
@@ -177,8 +209,9 @@ def parts(entry: dict, large: bool = False) -> Parts:
     elif pcoll:
         # Registered while recording is paused too: every rank numbers its starts.
         root = f"msc_world_root(c, {entry['root']})" if "root" in entry else "MSC_PEER_NONE"
+        sent = expr if "bytes" in entry else "0"
         after.append(f"if (msc_tracking && rc == MPI_SUCCESS) msc_req_persist_coll(*{entry['request']}, c, {root}, "
-                     f"{expr if 'bytes' in entry else '0'}, {cid});")
+                     f"{sent}, {rexpr or sent}, {cid});")
     elif "persistent" in entry:
         kind = "MSC_REQ_PSEND" if entry["persistent"] == "send" else "MSC_REQ_PRECV"
         post.append(f"if (rc == MPI_SUCCESS) msc_req_persist(*{entry['request']}, {kind}, c, r->peer, r->tag, r->bytes);")
@@ -193,6 +226,14 @@ def parts(entry: dict, large: bool = False) -> Parts:
         post.append("r->req = ri.id;")
 
     leave = "msc_leave_at(r, t_left);"
+    if rexpr:
+        # A collective's received bytes go in a record of their own after its record
+        # (the 48-byte record has no field to spare), and only where they differ from
+        # what it sends: the merge reads a collective without one as receiving what it
+        # sent (an allreduce, a barrier). Point-to-point wrappers are unchanged.
+        post.append(f"uint64_t rb = {rexpr};")
+        leave = ("struct msc_span sp = msc_leave_at(r, t_left);\n"
+                 "        if (rb != r->bytes) msc_emit_recv_bytes(&sp, rb);")
     if "recv_part" in entry:
         leave = ("struct msc_span sp = msc_leave_at(r, t_left);\n"
                  "        if (rc == MPI_SUCCESS) msc_emit_recv(&sp, c, st);")
