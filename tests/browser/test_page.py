@@ -170,7 +170,7 @@ def test_hover_message_shows_its_details(opened: Opened, artifacts: Path) -> Non
 
 def _expected_density(opened: Opened) -> np.ndarray:
     """Level-0 bins of bytes per rank from the tables (protocol: sends at their entry, receives at
-    their completion, a collective's sent bytes at its entry)."""
+    their completion, a collective's sent and received bytes at its entry)."""
     ranks, span = int(opened.meta["ranks"]), float(opened.meta["span_ns"])
     w = span / BINS
     out = np.zeros((ranks, BINS))
@@ -185,7 +185,8 @@ def _expected_density(opened: Opened) -> np.ndarray:
     done = m.filter(pl.col("t_recv_leave_ns").is_not_null())
     add(done["dst"].to_numpy(), done["t_recv_leave_ns"].to_numpy(), done["bytes"].to_numpy().astype(float))
     c = opened.trace.events().filter(pl.col("coll_id").is_not_null()).collect()
-    add(c["rank"].to_numpy(), c["t_enter_ns"].to_numpy(), c["bytes"].fill_null(0).to_numpy().astype(float))
+    moved = c["bytes"].fill_null(0) + c["recv_bytes"].fill_null(0)
+    add(c["rank"].to_numpy(), c["t_enter_ns"].to_numpy(), moved.to_numpy().astype(float))
     return out
 
 
