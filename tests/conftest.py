@@ -19,6 +19,8 @@ import pytest
 from mpiscope.mpi.build import compile_program, rebuild
 from mpiscope.mpi.find import lib_dir
 from mpiscope.trace import Trace, open_trace
+from mpiscope.trace.merge import merge_trace
+from mpiscope.trace.synthetic import halo_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "src" / "mpiscope" / "examples"
@@ -152,3 +154,10 @@ def run_traced(tmp_path: Path, example: Callable[[str, Mpi], Path]) -> Callable[
         return open_trace(out)
 
     return run
+
+
+def merged_halo(path: Path, ranks: int, records: int) -> Trace:
+    """A generated halo trace (mpiscope.trace.synthetic) of about `records` records, merged."""
+    halo_trace(path, ranks, records)
+    merge_trace(path)
+    return open_trace(path)

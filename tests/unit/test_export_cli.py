@@ -10,16 +10,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tests.conftest import mpiscope_cli
+from tests.conftest import merged_halo, mpiscope_cli
 
 from mpiscope.errors import UsageError
 from mpiscope.export.chrome import export_chrome
 from mpiscope.export.otf2 import export_otf2
 from mpiscope.export.perfetto import export_perfetto
 from mpiscope.export.tabular import export_csv
-from mpiscope.trace import TABLES, Trace, open_trace
-from mpiscope.trace.merge import merge_trace
-from mpiscope.trace.synthetic import halo_trace
+from mpiscope.trace import TABLES, Trace
 
 EXPORTERS = {
     "otf2": export_otf2,
@@ -31,10 +29,7 @@ EXPORTERS = {
 
 @pytest.fixture(scope="module")
 def halo(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    out = tmp_path_factory.mktemp("halo")
-    halo_trace(out, 4, 2000)
-    merge_trace(out)
-    return open_trace(out)
+    return merged_halo(tmp_path_factory.mktemp("halo"), 4, 2000)
 
 
 def one_sentence_error(done: object, code: int) -> str:

@@ -9,24 +9,19 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tests.conftest import require
+from tests.conftest import merged_halo, require
 from tests.unit.export_readback import check_otf2, read_otf2, read_otf2_print
 
 from mpiscope.export import pool
 from mpiscope.export.otf2 import export_otf2
-from mpiscope.trace import Trace, open_trace
-from mpiscope.trace.merge import merge_trace
-from mpiscope.trace.synthetic import halo_trace
+from mpiscope.trace import Trace
 
 RANKS, EVENTS = 4, 4000
 
 
 @pytest.fixture(scope="module")
 def halo(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    out = tmp_path_factory.mktemp("halo")
-    halo_trace(out, RANKS, EVENTS)
-    merge_trace(out)
-    return open_trace(out)
+    return merged_halo(tmp_path_factory.mktemp("halo"), RANKS, EVENTS)
 
 
 def test_round_trip_with_the_otf2_reader(halo: Trace, tmp_path: Path) -> None:

@@ -10,25 +10,21 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from tests.conftest import merged_halo
 from tests.unit.export_readback import check_perfetto, read_perfetto
 
 from mpiscope.errors import UsageError
 from mpiscope.export import chrome, pool
 from mpiscope.export.chrome import export_chrome
 from mpiscope.export.perfetto import export_perfetto, uuid
-from mpiscope.trace import Trace, open_trace
-from mpiscope.trace.merge import merge_trace
-from mpiscope.trace.synthetic import halo_trace
+from mpiscope.trace import Trace
 
 RANKS, EVENTS = 4, 4000
 
 
 @pytest.fixture(scope="module")
 def halo(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    out = tmp_path_factory.mktemp("halo")
-    halo_trace(out, RANKS, EVENTS)
-    merge_trace(out)
-    return open_trace(out)
+    return merged_halo(tmp_path_factory.mktemp("halo"), RANKS, EVENTS)
 
 
 def test_round_trip(halo: Trace, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import merged_halo
 
 from mpiscope.errors import UsageError
 from mpiscope.report import budget, density, frame, timeline
@@ -246,10 +247,7 @@ def test_take_tiles_busiest_first_until_the_budget() -> None:
 
 @pytest.fixture(scope="module")
 def halo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("halo")
-    halo_trace(path, 8, 60_000)
-    merge_trace(path)
-    return path
+    return merged_halo(tmp_path_factory.mktemp("halo"), 8, 60_000).path
 
 
 def embedded(page: str) -> dict:
