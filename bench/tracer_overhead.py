@@ -14,6 +14,10 @@
   do not), the comparison least exposed to the VM's drift: the median of the
   block ratios, and the ratio of all traced to all untraced blocks (which
   also pays the block switches and the block writer's share of the CPUs);
+* the blocks' CRC-32C (issue 21), same rounds with it on and off
+  (MPISCOPE_BLOCK_CRC=0, the format without it): the added cost per call and
+  the in-run ping-pong ratio each way, and the block writer thread's CPU per
+  block (from the rank files' headers) with and without it;
 * bytes per event: raw (fixed records) and in the merged Parquet tables;
 * mpiP's ping-pong ratio beside ours where MPIP_LIB=/path/libmpiP.so is set
   (mpiP built from its public source outside the repository).
@@ -48,11 +52,20 @@ def run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
     return {k: float(v) for k, v in (line.split() for line in out.splitlines() if len(line.split()) == 2)}
 
 
-def traced_env(base: dict[str, str], trace_dir: Path, preload: str) -> dict[str, str]:
+def traced_env(base: dict[str, str], trace_dir: Path, preload: str, crc: bool = True) -> dict[str, str]:
     (trace_dir / "raw").mkdir(parents=True, exist_ok=True)
     for f in (trace_dir / "raw").iterdir():
         f.unlink()
-    return dict(base, MPISCOPE_DIR=str(trace_dir), LD_PRELOAD=preload)
+    return dict(base, MPISCOPE_DIR=str(trace_dir), LD_PRELOAD=preload, MPISCOPE_BLOCK_CRC="1" if crc else "0")
+
+
+def writer_us_per_block(trace_dir: Path) -> float:
+    """The block writer thread's CPU per block copied, over the rank files of a run."""
+    from mpiscope.trace.reader import read_rank_file
+
+    headers = [read_rank_file(p, 1 << 16).header for p in (trace_dir / "raw").glob("*.msc")]
+    blocks = sum(int(h["writer_blocks"]) for h in headers)
+    return sum(int(h["writer_cpu_ns"]) for h in headers) / max(blocks, 1) / 1e3
 
 
 def main() -> int:
@@ -77,13 +90,19 @@ def main() -> int:
     rows: dict[str, list[float]] = {k: [] for k in (
         "test_median", "test_mean", "iprobe_median", "iprobe_mean", "ping_ratio", "mpip_ratio",
         "ping_untraced_us", "ping_traced_us", "ping_mpip_us", "inrun_ratio", "inrun_total_ratio",
-        "inrun_mpip_ratio", "inrun_no_tool_ratio")}
+        "inrun_mpip_ratio", "inrun_no_tool_ratio", "nocrc_test_mean", "crc_test_mean", "inrun_ratio_nocrc",
+        "writer_us_crc", "writer_us_nocrc")}
     pingpong = [mpiexec, "-n", "2", str(ping), str(args.iters), "8"]
     for r in range(args.rounds):
         plain = run([mpiexec, "-n", "1", str(loop), str(args.calls)], base)
         traced = run([mpiexec, "-n", "1", str(loop), str(args.calls)], traced_env(base, work / "loop", lib))
         for k in ("test_median", "test_mean", "iprobe_median", "iprobe_mean"):
             rows[k].append(traced[f"{k}_ns"] - plain[f"{k}_ns"])
+        rows["writer_us_crc"].append(writer_us_per_block(work / "loop"))
+        nocrc = run([mpiexec, "-n", "1", str(loop), str(args.calls)], traced_env(base, work / "loop", lib, crc=False))
+        rows["writer_us_nocrc"].append(writer_us_per_block(work / "loop"))
+        rows["crc_test_mean"].append(traced["test_mean_ns"] - plain["test_mean_ns"])
+        rows["nocrc_test_mean"].append(nocrc["test_mean_ns"] - plain["test_mean_ns"])
         for _ in range(args.pings):
             p0 = run(pingpong, base)["half_round_trip_us"]
             p1 = run(pingpong, traced_env(base, work / "ping", lib))["half_round_trip_us"]
@@ -97,6 +116,7 @@ def main() -> int:
         inrun = [mpiexec, "-n", "2", str(ping_ab), "2000", "100", "8"]
         ab = run(inrun, traced_env(base, work / "ab", lib))
         rows["inrun_ratio"].append(ab["median_block_ratio"])
+        rows["inrun_ratio_nocrc"].append(run(inrun, traced_env(base, work / "ab", lib, crc=False))["median_block_ratio"])
         rows["inrun_total_ratio"].append(ab["traced_half_round_trip_us"] / ab["untraced_half_round_trip_us"])
         # The harness's own bias: with no tool loaded MPI_ and PMPI_ are the same code.
         rows["inrun_no_tool_ratio"].append(run(inrun, base)["median_block_ratio"])
@@ -141,6 +161,13 @@ def main() -> int:
     print(f"  harness check, no tool loaded (MPI_ and PMPI_ blocks run the same code): "
           f"{med['inrun_no_tool_ratio']:.3f} ({spread['inrun_no_tool_ratio'][0]:.3f}.."
           f"{spread['inrun_no_tool_ratio'][1]:.3f})")
+    print(f"blocks' CRC-32C, same rounds with it off (MPISCOPE_BLOCK_CRC=0): added per MPI_Test(NULL) call, mean "
+          f"{med['crc_test_mean']:.1f} ns with, {med['nocrc_test_mean']:.1f} ns without; in-run ping-pong ratio "
+          f"{med['inrun_ratio']:.3f} with, {med['inrun_ratio_nocrc']:.3f} without "
+          f"(with/without {med['inrun_ratio'] / med['inrun_ratio_nocrc']:.3f})")
+    print(f"  block writer thread CPU per 2 MiB block: {med['writer_us_crc']:.0f} us with the CRC, "
+          f"{med['writer_us_nocrc']:.0f} us without ({spread['writer_us_crc'][0]:.0f}..{spread['writer_us_crc'][1]:.0f}"
+          f" and {spread['writer_us_nocrc'][0]:.0f}..{spread['writer_us_nocrc'][1]:.0f})")
     med["ping_ratio_of_medians"] = of_medians
     med["ping_ratio_of_fastest"] = of_fastest
     if "mpip_ratio" in med:

@@ -26,7 +26,7 @@ def test_shifts_remove_every_violation_of_a_true_order(nranks, skew, msgs):
     true_recv = true_send + np.array([m[3] for m in msgs])
     err = np.array(skew[:nranks], dtype=np.int64)
     send_seen, recv_seen = true_send + err[src], true_recv + err[dst]
-    shifts, feasible = causality_shifts(src, dst, send_seen, recv_seen, nranks)
+    shifts, feasible, _ = causality_shifts(src, dst, send_seen, recv_seen, nranks)
     assert feasible  # a true order exists, so constant shifts can restore it
     assert (shifts >= 0).all()
     assert (recv_seen + shifts[dst] >= send_seen + shifts[src]).all()
@@ -38,5 +38,17 @@ def test_cycle_is_reported_infeasible():
     src, dst = np.array([0, 1]), np.array([1, 0])
     send = np.array([100, 100])
     recv = np.array([0, 0])  # each receive 100 ns before its send: no shift can fix both
-    _, feasible = causality_shifts(src, dst, send, recv, 2)
+    _, feasible, _ = causality_shifts(src, dst, send, recv, 2)
     assert not feasible
+
+
+def test_no_shift_beyond_the_bound():
+    """A damaged time asks for a shift of hours in a run of seconds: that message is refused
+    and named, and the other messages still get their small shifts."""
+    src, dst = np.array([0, 0, 2]), np.array([1, 1, 1])
+    send = np.array([1_000, 2_000, 10**13])   # the third: a damaged send time
+    recv = np.array([900, 1_950, 5_000])
+    shifts, feasible, refused = causality_shifts(src, dst, send, recv, 3, bound_ns=10**9)
+    assert refused.tolist() == [2]
+    assert shifts.tolist() == [0, 100, 0]
+    assert not feasible  # what was refused stays a violation, which the caller clamps

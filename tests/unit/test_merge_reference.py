@@ -10,7 +10,10 @@ communicator creation (comms), collectives (coll), RMA (rma), Pcontrol
 pauses (pcontrol), cut-off rank files (crash), and clock skew that the merge
 removes by shifting ranks (skew5: a synthetic halo trace with two offsets
 altered). They are format 3 traces, recorded before collectives' received bytes were:
-their recv_bytes columns (events, collectives) are null, the rest is as it was.
+their recv_bytes columns (events, collectives) are null, the rest is as it was, but for
+times: since each rank that finished keeps the tick rate it measured itself (so that a
+damaged or missing rank file cannot move the others' times, issue 21) rather than the
+host's longest-span rate, times moved by at most 40 ns, and the tables were written again.
 """
 
 from __future__ import annotations

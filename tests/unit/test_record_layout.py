@@ -83,10 +83,13 @@ def test_a_block_found_twice_is_read_once_from_its_fuller_copy(tmp_path):
     slot[R.BLOCK_HEADER_BYTES: R.BLOCK_HEADER_BYTES + 100 * R.REC_BYTES] = 0
     # block 4: a copy of seq 1 that was never written but its header (fewer records)
     _block_at(path, 4)[: R.BLOCK_HEADER_BYTES] = _block_at(path, 1)[: R.BLOCK_HEADER_BYTES]
-    # block 1 holds seq 1 whole; make block 2 (seq 2) the slot still being filled
+    # block 1 holds seq 1 whole; make block 2 (seq 2) the slot still being filled: not sealed
     _block_at(path, 2)[R.BLOCK_HEADER_BYTES + 10 * R.REC_BYTES:] = 0
+    _block_at(path, 2)[R.BLOCK_CRC_BYTES: R.BLOCK_CRC_BYTES + 8] = 0
     got = read_rank_file(path, 300)
     assert not any("block" in w for w in got.warnings), got.warnings
+    assert not got.damage and not got.gaps
     assert [b.size for b in got.blocks] == [per, per, 10]
     assert np.array_equal(got.records, recs[: 2 * per + 10])
-    assert got.block_ticks.size == 6  # one calibration pair per block kept
+    # two calibration pairs per sealed block; the unsealed block's pairs are zero, which no clock gives
+    assert got.block_ticks.size == 4

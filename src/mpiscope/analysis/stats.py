@@ -33,6 +33,8 @@ class Stats:
     warnings: list[str] = field(default_factory=list)
     bcast_mode: str = "library"
     bcast_swaps: list[dict[str, Any]] = field(default_factory=list)  # the adaptive broadcast's (SPEC §5)
+    # what the merge dropped from damaged raw files (issue 21), by rank
+    damage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def unmatched_messages(self) -> int:
@@ -59,6 +61,10 @@ class Stats:
             "warnings": self.warnings,
             "bcast_mode": self.bcast_mode,
             "bcast_swaps": self.bcast_swaps,
+            "missing_ranks": self.damage.get("missing_ranks", {}),
+            "dropped_blocks": self.damage.get("dropped_blocks", {}),
+            "dropped_records": self.damage.get("dropped_records", {}),
+            "damage": self.damage.get("damage", {}),
         }
 
 
@@ -138,4 +144,6 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         warnings=list(trace.manifest.get("warnings", [])),
         bcast_mode=str(trace.manifest.get("bcast", {}).get("mode", "library")),
         bcast_swaps=list(trace.manifest.get("bcast", {}).get("swaps", [])),
+        damage={key: trace.manifest.get(key, {}) for key in ("missing_ranks", "dropped_blocks", "dropped_records",
+                                                              "damage")},
     )

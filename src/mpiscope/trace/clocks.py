@@ -56,24 +56,31 @@ def _rate(pairs: list[tuple[int, int]]) -> tuple[float, int]:
 def rank_clocks(files: list[RankFile]) -> dict[int, RankClock]:
     """Clock conversion of every rank.
 
-    All ranks of one booted host read the same invariant TSC, so they share
-    one tick rate: the one measured over the longest span on that host (a rank
-    killed early has a short span, and a short span magnifies the jitter of
-    its calibration pairs into a rate error of 1e-3 on loaded cores)."""
-    best: dict[bytes, tuple[float, int]] = {}
+    All ranks of one booted host read the same invariant TSC. A rank that
+    finished measured the tick rate over the whole run and keeps its own; a
+    rank that did not takes the host's rate measured over the longest span (a
+    rank killed early has a short span, and a short span magnifies the jitter
+    of its calibration pairs into a rate error of 1e-3 on loaded cores). A
+    finished rank's times thus never depend on the other ranks' files, which
+    may be damaged or missing."""
+    measured: dict[bytes, list[tuple[float, int]]] = {}
     for f in files:
-        if int(f.header["clock_kind"]) != R.CLOCK_TSC:
-            continue
-        host = bytes(f.header["hostname"]) + bytes(f.header["boot_id"])
-        rate, span = _rate(_pairs(f))
-        if span > best.get(host, (1.0, -1))[1]:
-            best[host] = (rate, span)
+        if int(f.header["clock_kind"]) == R.CLOCK_TSC:
+            measured.setdefault(bytes(f.header["hostname"]) + bytes(f.header["boot_id"]), []).append(_rate(_pairs(f)))
+    best: dict[bytes, tuple[float, int]] = {}
+    for host, rates in measured.items():
+        # the longest span among the rates that agree with the host's median (a damaged
+        # calibration pair of one rank must not set the rate of all)
+        median = float(np.median([r for r, _ in rates]))
+        agree = [x for x in rates if abs(x[0] - median) <= 1e-3 * median]
+        best[host] = max(agree or rates, key=lambda x: x[1])
     clocks = {}
     for f in files:
         h = f.header
         if int(h["clock_kind"]) == R.CLOCK_TSC:
             tick_ref, ns_ref = _pairs(f)[0]
-            rate = best[bytes(h["hostname"]) + bytes(h["boot_id"])][0]
+            own = int(h["state"]) == R.STATE_FINISHED and int(h["tick_end"]) and int(h["ns_end"])
+            rate = _rate(_pairs(f))[0] if own else best[bytes(h["hostname"]) + bytes(h["boot_id"])][0]
         else:
             tick_ref, ns_ref, rate = 0, 0, 1.0
         off0, at0 = float(h["offset_init_ns"]), float(h["offset_init_at_ns"])
@@ -96,17 +103,48 @@ def _check(c: RankClock) -> None:
                        f"(its events are lost) or record the program again with mpiscope run")
 
 
+def clock_problem(f: RankFile) -> str | None:
+    """Why a rank's clock fields cannot be used, or None."""
+    try:
+        rank_clocks([f])
+    except TraceCorrupt as e:
+        return str(e)
+    return None
+
+
+def run_span_ns(files: list[RankFile]) -> int:
+    """How long the run lasted (ns, at least 1 ms): the widest span of any rank's calibration pairs."""
+    spans = [p[-1][1] - p[0][1] for p in map(_pairs, files) if len(p) >= 2]
+    return max([1_000_000, *spans])
+
+
 def causality_shifts(src: np.ndarray, dst: np.ndarray, send_enter: np.ndarray, recv_leave: np.ndarray,
-                     nranks: int) -> tuple[np.ndarray, bool]:
+                     nranks: int, bound_ns: int | None = None) -> tuple[np.ndarray, bool, np.ndarray]:
     """Per-rank shifts (ns, >= 0) so that recv_leave + s[dst] >= send_enter + s[src].
 
-    Returns (shifts, feasible). Infeasible means a cycle of violations no
-    constant shift can remove; the caller clamps what remains.
+    Returns (shifts, feasible, refused). Infeasible means a cycle of violations no
+    constant shift can remove; the caller clamps what remains. No shift exceeds
+    bound_ns: a message that asks for more (only damage can: the bound is the run's
+    duration) is left out and its index returned in refused, and a rank whose shift
+    would still exceed it is not shifted (and the result is infeasible).
     """
     need = send_enter - recv_leave  # > 0: a violation of that size
     shifts = np.zeros(nranks, dtype=np.int64)
+    refused = np.flatnonzero(need > bound_ns) if bound_ns is not None else np.zeros(0, np.int64)
+    if refused.size:
+        keep = need <= bound_ns
+        src, dst, need = src[keep], dst[keep], need[keep]
     if need.size == 0 or need.max() <= 0:
-        return shifts, True
+        return shifts, not refused.size, refused
+    shifts, feasible = _bellman_ford(src, dst, need, nranks)
+    if bound_ns is not None and (shifts > bound_ns).any():
+        shifts[shifts > bound_ns] = 0
+        feasible = False
+    return shifts, feasible and not refused.size, refused
+
+
+def _bellman_ford(src: np.ndarray, dst: np.ndarray, need: np.ndarray, nranks: int) -> tuple[np.ndarray, bool]:
+    shifts = np.zeros(nranks, dtype=np.int64)
     # Strongest constraint per ordered pair of ranks.
     key = src.astype(np.int64) * nranks + dst
     order = np.argsort(key, kind="stable")

@@ -46,6 +46,10 @@ class CallTable:
             starts[c["id"]] = bool(c.get("starts_request"))
         return cls(names, role, starts)
 
+    def known(self) -> np.ndarray:
+        """bool by call id: an id the recorder writes (the others can only be damage)."""
+        return np.array([bool(n) for n in self.names], bool)
+
     def enum(self) -> pl.Enum:
         return pl.Enum(sorted({n for n in self.names if n.startswith("MPI_")}))
 

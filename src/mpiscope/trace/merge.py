@@ -22,13 +22,14 @@ import pyarrow.parquet as pq
 
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
-from mpiscope.errors import UsageError
+from mpiscope.errors import TraceCorrupt, UsageError
 from mpiscope.trace import record as R
 from mpiscope.trace.bcast import bcast_swaps
-from mpiscope.trace.clocks import causality_shifts
+from mpiscope.trace.clocks import causality_shifts, clock_problem, run_span_ns
 from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records
-from mpiscope.trace.match import P2P, match_messages, p2p_sides
-from mpiscope.trace.reader import RankFile, rank_files, read_rank_file
+from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
+from mpiscope.trace.match import P2P, p2p_sides
+from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
 from mpiscope.trace.received import add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.tables import (
@@ -136,17 +137,20 @@ def _merge(trace_dir: Path) -> MergeResult:
     t0 = time.perf_counter()
     manifest = read_manifest(trace_dir)
     calls = CallTable.from_manifest(manifest["calls"])
-    files = [read_rank_file(p, len(calls.names)) for p in rank_files(trace_dir)]
+    files, missing = _read_ranks(trace_dir, calls)
     _check_memory(trace_dir, sum(f.size for f in files))
     warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir)
+    warnings += [f"rank {r}: not merged, {reason}" for r, reason in missing.items()]
     swaps, swap_warnings = bcast_swaps(trace_dir, files)
     warnings += swap_warnings
     rec, comms = build_records(files, calls)
+    links = link_starts(rec)
+    windows = gap_windows(files, rec, links)
     for f in files:  # the records are copied into rec: unmap the files (peak memory)
         f.blocks.clear()
-    nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1)
+    nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1,
+                 max(missing, default=-1) + 1)
     stuck, clocks = _stuck_calls(rec, calls), rec.clocks
-    links = link_starts(rec)
     starts = persistent_starts(rec, links, calls)
     recorded = all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files)
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -156,11 +160,11 @@ def _merge(trace_dir: Path) -> MergeResult:
         # before matching has found the clock shifts, which are zero unless
         # offsets were mismeasured, and built again when they are not. The
         # kernels, NumPy, Polars and pyarrow release the GIL.
-        matched = pool.submit(_match, rec, links, nranks)
+        matched = pool.submit(_match, rec, links, nranks, windows, run_span_ns(files))
         rows = event_rows(rec, links, calls)
         add_recv_bytes(rec, rows, starts, starts["record"], recorded)
         ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
-        p2p, si, ri, shifts, feasible = matched.result()
+        p2p, si, ri, shifts, feasible, refused = matched.result()
         del rec  # every table has its own columns now (peak memory)
         if shifts.any():
             shift_rows(rows, shifts)
@@ -175,10 +179,15 @@ def _merge(trace_dir: Path) -> MergeResult:
     if shifts.any():
         warnings.append(f"clock correction: {int((shifts > 0).sum())} rank(s) shifted by up to "
                         f"{int(shifts.max())} ns so that no message is received before it was sent")
-    if not feasible:
+    if refused:
+        warnings.append(refused)
+    elif not feasible:
         warnings.append("clock correction: some receive-before-send violations remain (cyclic); clamped")
     nevents = int(rows["event"].size)
     unmatched_s, unmatched_r = p2p.sends.size - si.size, p2p.recvs.size - ri.size
+    lost = _lost_messages(p2p, si, ri, set(windows) | set(missing))
+    if lost:
+        warnings.append(lost)
     manifest.update({
         "merged": True,
         "merged_by": __version__,
@@ -196,6 +205,10 @@ def _merge(trace_dir: Path) -> MergeResult:
         "t0_ns": int(rows["t_enter"].min()) if nevents else 0,
         "bcast": {**manifest.get("bcast", {"mode": "library"}), "swaps": swaps},
         "recv_bytes_recorded": recorded,
+        "missing_ranks": {str(r): reason for r, reason in missing.items()},
+        "dropped_blocks": {str(f.rank): f.damage.blocks for f in files if f.damage.blocks},
+        "dropped_records": {str(f.rank): f.damage.records for f in files if f.damage.records},
+        "damage": {str(f.rank): f.damage.to_dict() for f in files if f.damage},
         "warnings": warnings,
     })
     write_manifest(trace_dir, manifest)
@@ -203,14 +216,70 @@ def _merge(trace_dir: Path) -> MergeResult:
                        time.perf_counter() - t0, warnings)
 
 
-def _match(rec: Records, links: StartLinks, nranks: int) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Matched messages, and the clock shifts (whole ranks) that remove any receive-before-send."""
+def _read_ranks(trace_dir: Path, calls: CallTable) -> tuple[list[RankFile], dict[int, str]]:
+    """The rank files that can be read, and why each other one cannot (by rank): a damaged
+    rank file never stops the merge of the others."""
+    files, missing = [], {}
+    paths = rank_files(trace_dir)
+    for path in paths:
+        try:
+            f = read_rank_file(path, calls.known())
+        except TraceCorrupt as e:
+            missing[int(RANK_FILE.search(path.name)[1])] = _reason(str(e), path)  # type: ignore[index]
+            continue
+        problem = clock_problem(f)
+        if problem:
+            missing[f.rank] = _reason(problem, path)
+        else:
+            files.append(f)
+    if not files:
+        raise TraceCorrupt(f"no rank file of {trace_dir} can be read ({'; '.join(missing.values())}); "
+                           f"record the program again with mpiscope run")
+    return files, missing
+
+
+def _reason(sentence: str, path: Path) -> str:
+    """A reader's sentence about one file, as a reason beside its rank: without the path and
+    the advice, which the warning gives once."""
+    return sentence.replace(f"{path} ", "").replace(f"rank {path.stem.split('-')[-1]}'s file ", "").split(";")[0]
+
+
+def _match(rec: Records, links: StartLinks, nranks: int, windows: dict[int, Window],
+           bound_ns: int) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool, str]:
+    """Matched messages, and the clock shifts (whole ranks) that remove any receive-before-send;
+    the last item names the messages whose shift was refused (too large: damage), or is empty."""
     p2p = p2p_sides(rec, links)
-    si, ri = match_messages(p2p.sends, p2p.recvs)
+    si, ri = match_around_gaps(p2p.sends, p2p.recvs, windows)
     done = p2p.recv_leave[ri] >= 0
-    shifts, feasible = causality_shifts(p2p.sends.src[si][done], p2p.recvs.dst[ri][done],
-                                        p2p.sends.posted[si][done], p2p.recv_leave[ri][done], nranks)
-    return p2p, si, ri, shifts, feasible
+    src, dst = p2p.sends.src[si][done], p2p.recvs.dst[ri][done]
+    shifts, feasible, refused = causality_shifts(src, dst, p2p.sends.posted[si][done], p2p.recv_leave[ri][done],
+                                                 nranks, bound_ns)
+    named = ""
+    if refused.size:
+        events = p2p.sends.event[si][done][refused]
+        shown = ", ".join(f"rank {s} -> {d} (send event {e})" for s, d, e in
+                          zip(src[refused][:3].tolist(), dst[refused][:3].tolist(), events[:3].tolist()))
+        named = (f"clock correction: {refused.size} message(s) asked for a shift longer than the run "
+                 f"({bound_ns / 1e9:.3g} s), which only damaged times can: not applied, their receive stays "
+                 f"before their send ({shown}{', ...' if refused.size > 3 else ''})")
+    return p2p, si, ri, shifts, feasible, named
+
+
+def _lost_messages(p2p: P2P, si: np.ndarray, ri: np.ndarray, damaged: set[int]) -> str:
+    """One line on the messages of intact ranks left unmatched beside damaged or missing ones."""
+    if not damaged:
+        return ""
+    bad = np.array(sorted(damaged))
+    sent = np.ones(p2p.sends.size, bool)
+    sent[si] = False
+    got = np.ones(p2p.recvs.size, bool)
+    got[ri] = False
+    sends = int((sent & np.isin(p2p.sends.dst, bad) & ~np.isin(p2p.sends.src, bad)).sum())
+    recvs = int((got & np.isin(p2p.recvs.src, bad) & ~np.isin(p2p.recvs.dst, bad)).sum())
+    if not sends and not recvs:
+        return ""
+    return (f"{sends:,} send(s) to and {recvs:,} receive(s) from damaged or missing rank(s) "
+            f"{', '.join(map(str, bad.tolist()))} stay unmatched (their other side is lost)")
 
 
 def _events(pool: ThreadPoolExecutor, rows: Rows, starts: Rows, calls: CallTable,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 FILE_MAGIC = 0x4543415254435353
 BLOCK_MAGIC = 0x4B4C4253
 COMMDEF_MAGIC = 0x46454443
+SEALED_MAGIC = 0x4C414553  # the file header's CRC is set (MPI_Finalize)
 HEADER_PAGE = 4096  # what the file header occupies
 HEADER_BYTES = 2 << 20  # file offset of the first block (a hole after the header page)
 BLOCK_BYTES = 2 << 20
@@ -23,10 +24,13 @@ RECS_PER_BLOCK = (BLOCK_BYTES - BLOCK_HEADER_BYTES) // REC_BYTES
 # From version 3 on a block may be in the file twice (the recorder's ring
 # slot and its copy): readers keep the one with more records. From version 4
 # on a collective's received bytes follow it in a sub:recv_bytes record where
-# they differ from its sent bytes (before, they were not recorded).
+# they differ from its sent bytes (before, they were not recorded). From
+# version 5 on blocks, the file header (at a clean end) and communicator
+# definitions carry a CRC-32C.
 GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES), 3: (HEADER_BYTES, BLOCK_BYTES),
-            4: (HEADER_BYTES, BLOCK_BYTES)}
+            4: (HEADER_BYTES, BLOCK_BYTES), 5: (HEADER_BYTES, BLOCK_BYTES)}
 RECV_BYTES_SINCE = 4  # the first format version that records collectives' received bytes
+CRC_SINCE = 5  # the first format version with CRCs
 
 
 def layout(version: int) -> tuple[int, int, int]:
@@ -52,7 +56,8 @@ REC_DTYPE = np.dtype([
 
 BLOCK_HEADER_DTYPE = np.dtype([
     ("magic", "<u4"), ("version", "<u2"), ("thread", "<u2"), ("rank", "<i4"), ("seq", "<u4"),
-    ("tick0", "<u8"), ("ns0", "<u8"), ("tick_last", "<u8"), ("ns_last", "<u8"), ("reserved", "<u8", (2,)),
+    ("tick0", "<u8"), ("ns0", "<u8"), ("tick_last", "<u8"), ("ns_last", "<u8"), ("crc", "<u4"), ("crc_records", "<u4"),
+    ("reserved", "<u8"),
 ])
 
 FILE_HEADER_DTYPE = np.dtype([
@@ -63,14 +68,26 @@ FILE_HEADER_DTYPE = np.dtype([
     ("ns_cal", "<u8"), ("tick_end", "<u8"), ("ns_end", "<u8"), ("offset_init_ns", "<i8"),
     ("offset_end_ns", "<i8"), ("offset_init_at_ns", "<u8"), ("offset_end_at_ns", "<u8"),
     ("sync_rtt_init_ns", "<i8"), ("sync_rtt_end_ns", "<i8"), ("dropped", "<u8"),
-    ("hostname", "S64"), ("boot_id", "S40"),
+    ("hostname", "S64"), ("boot_id", "S40"), ("writer_cpu_ns", "<u8"), ("writer_blocks", "<u4"),
+    ("blocks_sealed", "<u4"), ("sealed", "<u4"), ("crc", "<u4"),
 ])
 
 COMMDEF_DTYPE = np.dtype([
     ("magic", "<u4"), ("id", "<u2"), ("kind", "<u2"), ("gid", "<u8"), ("size", "<u4"),
-    ("remote_size", "<u4"), ("my_rank", "<i4"), ("reserved", "<u4"),
+    ("remote_size", "<u4"), ("my_rank", "<i4"), ("crc", "<u4"),
 ])
 
 assert REC_DTYPE.itemsize == REC_BYTES
 assert BLOCK_HEADER_DTYPE.itemsize == BLOCK_HEADER_BYTES
 assert COMMDEF_DTYPE.itemsize == 32
+# the bytes each CRC covers: a block header's fields before `crc`, the file header's before `sealed`
+
+
+def offset_of(dtype: np.dtype, name: str) -> int:
+    fields = dtype.fields
+    assert fields is not None
+    return int(fields[name][1])
+
+
+BLOCK_CRC_BYTES = offset_of(BLOCK_HEADER_DTYPE, "crc")
+HEADER_CRC_BYTES = offset_of(FILE_HEADER_DTYPE, "sealed")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from crc32c import crc32c
 
 from mpiscope.capture.manifest import write_manifest
 from mpiscope.errors import NativeBuildError
@@ -55,6 +56,17 @@ def write_rank_file(path: Path, rank: int, size: int, records: np.ndarray, state
     padded[: records.size] = records
     body[:, R.BLOCK_HEADER_BYTES: R.BLOCK_HEADER_BYTES + recs_per_block * R.REC_BYTES] = \
         padded.view(np.uint8).reshape(nblocks, -1)
+    if version >= R.CRC_SINCE:  # sealed as the recorder's writer thread and MPI_Finalize seal them
+        for b in range(nblocks):
+            n = min(recs_per_block, max(0, records.size - b * recs_per_block))
+            bh[b]["crc_records"] = n
+            head_bytes = bh[b: b + 1].view(np.uint8)[: R.BLOCK_CRC_BYTES].tobytes()
+            records_bytes = body[b, R.BLOCK_HEADER_BYTES: R.BLOCK_HEADER_BYTES + n * R.REC_BYTES].tobytes()
+            bh[b]["crc"] = crc32c(records_bytes, crc32c(head_bytes))
+        body[:, : R.BLOCK_HEADER_BYTES] = bh.view(np.uint8).reshape(nblocks, R.BLOCK_HEADER_BYTES)
+        if state == R.STATE_FINISHED:
+            hdr["crc"] = crc32c(hdr.view(np.uint8)[: R.HEADER_CRC_BYTES].tobytes())
+            hdr["sealed"] = R.SEALED_MAGIC
     with open(path, "wb") as f:
         head = np.zeros(R.HEADER_PAGE, np.uint8)
         head[: R.FILE_HEADER_DTYPE.itemsize] = hdr.view(np.uint8)
@@ -66,6 +78,7 @@ def write_rank_file(path: Path, rank: int, size: int, records: np.ndarray, state
 def write_world_comm(path: Path, rank: int, size: int) -> None:
     d = np.zeros(1, R.COMMDEF_DTYPE)
     d["magic"], d["id"], d["gid"], d["size"], d["my_rank"] = R.COMMDEF_MAGIC, 0, 1, size, rank
+    d["crc"] = crc32c(d.tobytes() + np.arange(size, dtype="<i4").tobytes())
     path.write_bytes(d.tobytes() + np.arange(size, dtype="<i4").tobytes())
 
 

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -264,7 +265,8 @@ struct msc_rec *msc_next_record(struct msc_thread *t)
     return t->next++;
 }
 
-/* After a clean end, give back the disk and page cache that no record uses:
+/* After a clean end, seal the blocks left in the rings and the file header
+ * (record.h), and give back the disk and page cache that no record uses:
  * the ring slots whose blocks the writer copied out (zeroed), and the rest of
  * each thread's current block. Holes read as zeros, where a reader stops
  * anyway; where the filesystem cannot punch holes, the zeros stay. */
@@ -278,6 +280,7 @@ void msc_release_unused(void)
             const struct msc_slot *s = &t->ring[k];
             uintptr_t used = 0;
             if (!s->map || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == MSC_SLOT_QUEUED) continue;
+            if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == MSC_SLOT_LIVE) msc_block_seal(s->map);
             if (s->map == t->block) used = ((uintptr_t)t->next - (uintptr_t)t->block + page - 1) & ~(page - 1);
             else if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == MSC_SLOT_LIVE) continue;
             if (used >= MSC_BLOCK_BYTES) continue;
@@ -285,6 +288,8 @@ void msc_release_unused(void)
                             (off_t)(s->off + (int64_t)used), (off_t)(MSC_BLOCK_BYTES - used));
         }
     }
+    msc_hdr->crc = msc_crc32c(0, msc_hdr, offsetof(struct msc_file_header, sealed));
+    __atomic_store_n(&msc_hdr->sealed, MSC_SEALED_MAGIC, __ATOMIC_RELEASE);
 }
 
 void *msc_scratch(int which, size_t bytes)

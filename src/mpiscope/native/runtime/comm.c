@@ -145,6 +145,8 @@ static void write_def(uint16_t id)
     int32_t *ranks = (int32_t *)(buf + sizeof d);
     for (int32_t i = 0; i < m->size; i++) ranks[i] = m->ranks ? m->ranks[i] : i;
     if (m->remote_size) memcpy(ranks + m->size, m->remote, sizeof(int32_t) * (size_t)m->remote_size);
+    d.crc = msc_crc32c(0, buf, bytes); /* over the definition with crc = 0 */
+    memcpy(buf, &d, sizeof d);
     ssize_t w = write(msc_comms_fd, buf, bytes); /* O_APPEND: one record, whole */
     (void)w;
     free(buf);

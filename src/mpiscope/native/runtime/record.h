@@ -19,6 +19,13 @@
  * be in the file twice, the copy and the original not yet zeroed; readers
  * keep the one with more records.
  *
+ * From format 5 on, the writer thread seals every block it copies, and the
+ * end of a clean run seals the blocks left in the rings and the file header:
+ * a CRC-32C (crc32c.c) over the block header's fields before `crc` and its
+ * first crc_records records, so that the reader tells damaged blocks from
+ * sound ones. Blocks of a rank that died have no CRC (crc_records == 0);
+ * the reader checks their records for plausibility instead.
+ *
  * src/mpiscope/trace/record.py mirrors these layouts; a test compiles a probe
  * printing sizeof/offsetof and compares. Bump MSC_FORMAT_VERSION on change.
  */
@@ -32,11 +39,13 @@
  * once; 3: a block may be in the file twice (see below); 4: a collective's
  * received bytes follow it in a record of their own (MSC_SUB_RECV_BYTES,
  * calls_gen.h) where they differ from its sent bytes, so that the reader
- * takes a collective without one as receiving what it sent */
-#define MSC_FORMAT_VERSION 4u
+ * takes a collective without one as receiving what it sent; 5: CRC-32C of
+ * blocks, of the file header at a clean end, and of communicator definitions */
+#define MSC_FORMAT_VERSION 5u
 #define MSC_FILE_MAGIC 0x4543415254435353ull /* "SSCTRACE" little-endian */
 #define MSC_BLOCK_MAGIC 0x4b4c4253u          /* "SBLK" */
 #define MSC_COMMDEF_MAGIC 0x46454443u        /* "CDEF" */
+#define MSC_SEALED_MAGIC 0x4c414553u         /* "SEAL": the file header's CRC is set */
 #define MSC_HEADER_PAGE 4096u          /* what the file header occupies */
 #define MSC_HEADER_BYTES (2u << 20)    /* file offset of the first block */
 #define MSC_BLOCK_BYTES (2u << 20)
@@ -83,7 +92,9 @@ struct msc_block_header {
     uint64_t ns0;      /* CLOCK_MONOTONIC ns at tick0 */
     uint64_t tick_last; /* latest pair, refreshed every MSC_PAIR_EVERY events, so */
     uint64_t ns_last;   /* that even a killed rank leaves a long calibration span */
-    uint64_t reserved[2];
+    uint32_t crc;       /* CRC-32C of the fields above and the first crc_records records */
+    uint32_t crc_records; /* 0: not sealed (the block was still in use when the rank ended) */
+    uint64_t reserved;
 };
 _Static_assert(sizeof(struct msc_block_header) == MSC_BLOCK_HEADER_BYTES, "block header size");
 
@@ -128,6 +139,11 @@ struct msc_file_header {
     uint64_t dropped;        /* events lost: thread or request tables full */
     char hostname[64];
     char boot_id[40];
+    uint64_t writer_cpu_ns;  /* CPU time of the block writer thread (writer.c), for bench/ */
+    uint32_t writer_blocks;  /* blocks it copied */
+    uint32_t blocks_sealed;  /* 1: it sealed them (MPISCOPE_BLOCK_CRC, default on) */
+    uint32_t sealed;         /* MSC_SEALED_MAGIC once MPI_Finalize sealed the header */
+    uint32_t crc;            /* CRC-32C of the header's bytes before `sealed` */
 };
 _Static_assert(sizeof(struct msc_file_header) <= MSC_HEADER_PAGE, "file header fits a page");
 
@@ -142,7 +158,7 @@ struct msc_commdef {
     uint32_t size;        /* members of the (local) group */
     uint32_t remote_size; /* members of the remote group (intercommunicators) */
     int32_t my_rank;      /* this rank's rank in the communicator */
-    uint32_t reserved;
+    uint32_t crc;         /* CRC-32C of the definition and its ranks, with crc = 0 (format 5 on) */
     /* followed by int32 world ranks: size local, then remote_size remote */
 };
 _Static_assert(sizeof(struct msc_commdef) == 32, "commdef size");

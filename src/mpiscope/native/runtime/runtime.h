@@ -138,6 +138,10 @@ void msc_writer_start(void);
 void msc_writer_hand_over(struct msc_thread *t, unsigned slot);
 int msc_writer_wait_free(struct msc_slot *s);
 void msc_writer_finish(void);
+void msc_block_seal(void *block);
+/* CRC-32C (crc32c.c) */
+void msc_crc32c_init(void);
+uint32_t msc_crc32c(uint32_t crc, const void *data, size_t n);
 int msc_block_reserve(off_t *off);
 int msc_write_block(int fd, const void *block, off_t off);
 void msc_disk_full(const char *what, int err);

@@ -17,10 +17,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -38,6 +41,7 @@ static int started, finishing;
 static int failed; /* a copy failed: the recording stopped, queued slots keep their blocks */
 static pthread_t thread;
 static int direct_fd = -1;
+static int sealing = 1; /* MPISCOPE_BLOCK_CRC=0 turns the blocks' CRC off, to measure what it costs */
 
 /* An O_DIRECT descriptor of the rank file, where the filesystem allows it. */
 void msc_writer_open(const char *path)
@@ -69,10 +73,29 @@ static void zero_slot(struct msc_slot *s)
     memset(s->map, 0, MSC_BLOCK_HEADER_BYTES);
 }
 
+/* Seal a block: the CRC of its header fields and committed records (a
+ * prefix of the block: records are committed in order, see record.h). */
+void msc_block_seal(void *block)
+{
+    if (!sealing) return;
+    struct msc_block_header *h = block;
+    const struct msc_rec *recs = (const struct msc_rec *)((const char *)block + MSC_BLOCK_HEADER_BYTES);
+    uint32_t lo = 0, hi = MSC_RECS_PER_BLOCK; /* the first uncommitted record, by bisection */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (__atomic_load_n(&recs[mid].call, __ATOMIC_ACQUIRE)) lo = mid + 1;
+        else hi = mid;
+    }
+    uint32_t crc = msc_crc32c(0, h, offsetof(struct msc_block_header, crc));
+    h->crc = msc_crc32c(crc, recs, (size_t)lo * sizeof *recs);
+    h->crc_records = lo;
+}
+
 /* Copy and hand back one queued slot. On failure (disk full, I/O error) the
  * recording stops and the slot keeps its block, where the reader finds it. */
 static void process(struct msc_slot *s)
 {
+    msc_block_seal(s->map);
     int err = copy_out(s);
     if (!err) zero_slot(s);
     pthread_mutex_lock(&lock);
@@ -94,7 +117,12 @@ static void *run(void *arg)
         struct msc_slot *s = queue[head];
         head = (head + 1) % QUEUE_CAP;
         pthread_mutex_unlock(&lock);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
         process(s);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+        msc_hdr->writer_cpu_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+        msc_hdr->writer_blocks++;
         pthread_mutex_lock(&lock);
     }
     pthread_mutex_unlock(&lock);
@@ -116,6 +144,9 @@ static int start(void)
  * creating it (and faulting in its stack). */
 void msc_writer_start(void)
 {
+    const char *crc = getenv("MPISCOPE_BLOCK_CRC");
+    sealing = !(crc && *crc == '0');
+    msc_hdr->blocks_sealed = (uint32_t)sealing;
     pthread_mutex_lock(&lock);
     if (!started) started = start() == 0 ? 1 : -1;
     pthread_mutex_unlock(&lock);
