@@ -18,6 +18,10 @@
   (MPISCOPE_BLOCK_CRC=0, the format without it): the added cost per call and
   the in-run ping-pong ratio each way, and the block writer thread's CPU per
   block (from the rank files' headers) with and without it;
+* polling loops folded into one record (issue 23), same rounds with folding
+  on and off (MPISCOPE_POLL_FOLD=0, one record per call as before): the added
+  cost per MPI_Iprobe that finds nothing, and the records per second such a
+  loop writes;
 * bytes per event: raw (fixed records) and in the merged Parquet tables;
 * mpiP's ping-pong ratio beside ours where MPIP_LIB=/path/libmpiP.so is set
   (mpiP built from its public source outside the repository).
@@ -39,6 +43,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from mpiscope import output
 from mpiscope.mpi.build import compile_program
 from mpiscope.mpi.find import built_against, find_launcher, launcher_env, lib_dir
@@ -57,6 +63,17 @@ def traced_env(base: dict[str, str], trace_dir: Path, preload: str, crc: bool = 
     for f in (trace_dir / "raw").iterdir():
         f.unlink()
     return dict(base, MPISCOPE_DIR=str(trace_dir), LD_PRELOAD=preload, MPISCOPE_BLOCK_CRC="1" if crc else "0")
+
+
+def iprobe_records(trace_dir: Path) -> int:
+    """Records of MPI_Iprobe calls (and of their folding) in a call_loop run's rank files."""
+    from mpiscope.trace.reader import read_rank_file
+    from mpiscope.trace.synthetic import call_id, calls_table
+
+    calls = calls_table()
+    ids = [call_id(calls, "MPI_Iprobe"), call_id(calls, "sub:count")]
+    return sum(int(np.isin(read_rank_file(p, 1 << 16).records["call"], ids).sum())
+               for p in (trace_dir / "raw").glob("*.msc"))
 
 
 def writer_us_per_block(trace_dir: Path) -> float:
@@ -91,7 +108,8 @@ def main() -> int:
         "test_median", "test_mean", "iprobe_median", "iprobe_mean", "ping_ratio", "mpip_ratio",
         "ping_untraced_us", "ping_traced_us", "ping_mpip_us", "inrun_ratio", "inrun_total_ratio",
         "inrun_mpip_ratio", "inrun_no_tool_ratio", "nocrc_test_mean", "crc_test_mean", "inrun_ratio_nocrc",
-        "writer_us_crc", "writer_us_nocrc")}
+        "writer_us_crc", "writer_us_nocrc", "iprobe_mean_fold", "iprobe_mean_nofold", "poll_records_s_fold",
+        "poll_records_s_nofold", "inrun_ratio_nofold")}
     pingpong = [mpiexec, "-n", "2", str(ping), str(args.iters), "8"]
     for r in range(args.rounds):
         plain = run([mpiexec, "-n", "1", str(loop), str(args.calls)], base)
@@ -99,9 +117,15 @@ def main() -> int:
         for k in ("test_median", "test_mean", "iprobe_median", "iprobe_mean"):
             rows[k].append(traced[f"{k}_ns"] - plain[f"{k}_ns"])
         rows["writer_us_crc"].append(writer_us_per_block(work / "loop"))
+        rows["poll_records_s_fold"].append(iprobe_records(work / "loop") / (args.calls * traced["iprobe_mean_ns"] / 1e9))
         nocrc = run([mpiexec, "-n", "1", str(loop), str(args.calls)], traced_env(base, work / "loop", lib, crc=False))
         rows["writer_us_nocrc"].append(writer_us_per_block(work / "loop"))
         rows["crc_test_mean"].append(traced["test_mean_ns"] - plain["test_mean_ns"])
+        unfolded = run([mpiexec, "-n", "1", str(loop), str(args.calls)],
+                       dict(traced_env(base, work / "loop", lib), MPISCOPE_POLL_FOLD="0"))
+        rows["poll_records_s_nofold"].append(iprobe_records(work / "loop") / (args.calls * unfolded["iprobe_mean_ns"] / 1e9))
+        rows["iprobe_mean_fold"].append(traced["iprobe_mean_ns"] - plain["iprobe_mean_ns"])
+        rows["iprobe_mean_nofold"].append(unfolded["iprobe_mean_ns"] - plain["iprobe_mean_ns"])
         rows["nocrc_test_mean"].append(nocrc["test_mean_ns"] - plain["test_mean_ns"])
         for _ in range(args.pings):
             p0 = run(pingpong, base)["half_round_trip_us"]
@@ -117,6 +141,8 @@ def main() -> int:
         ab = run(inrun, traced_env(base, work / "ab", lib))
         rows["inrun_ratio"].append(ab["median_block_ratio"])
         rows["inrun_ratio_nocrc"].append(run(inrun, traced_env(base, work / "ab", lib, crc=False))["median_block_ratio"])
+        rows["inrun_ratio_nofold"].append(
+            run(inrun, dict(traced_env(base, work / "ab", lib), MPISCOPE_POLL_FOLD="0"))["median_block_ratio"])
         rows["inrun_total_ratio"].append(ab["traced_half_round_trip_us"] / ab["untraced_half_round_trip_us"])
         # The harness's own bias: with no tool loaded MPI_ and PMPI_ are the same code.
         rows["inrun_no_tool_ratio"].append(run(inrun, base)["median_block_ratio"])
@@ -168,6 +194,11 @@ def main() -> int:
     print(f"  block writer thread CPU per 2 MiB block: {med['writer_us_crc']:.0f} us with the CRC, "
           f"{med['writer_us_nocrc']:.0f} us without ({spread['writer_us_crc'][0]:.0f}..{spread['writer_us_crc'][1]:.0f}"
           f" and {spread['writer_us_nocrc'][0]:.0f}..{spread['writer_us_nocrc'][1]:.0f})")
+    print(f"polling loops folded, same rounds with folding off (MPISCOPE_POLL_FOLD=0): added per MPI_Iprobe "
+          f"finding nothing, mean {med['iprobe_mean_fold']:.1f} ns folded, {med['iprobe_mean_nofold']:.1f} ns "
+          f"one record per call; in-run ping-pong ratio {med['inrun_ratio']:.3f} folded, "
+          f"{med['inrun_ratio_nofold']:.3f} not; records per second of the polling loop "
+          f"{med['poll_records_s_fold']:,.0f} folded, {med['poll_records_s_nofold']:,.0f} not")
     med["ping_ratio_of_medians"] = of_medians
     med["ping_ratio_of_fastest"] = of_fastest
     if "mpip_ratio" in med:

@@ -38,6 +38,11 @@ def warn(message: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
+def error(message: str) -> None:
+    """A failure that does not end the command (the CLI's own errors end it: cli.main)."""
+    err_console.print(f"error: {message}", highlight=False, markup=False, soft_wrap=True)
+
+
 def info(message: str) -> None:
     if not _quiet:
         err_console.print(message, highlight=False)

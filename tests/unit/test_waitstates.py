@@ -42,10 +42,10 @@ class Run:
             "t_enter_ns": [r["t0"] for r in rows], "t_leave_ns": [r["t1"] for r in rows],
             "completed_by": [eid[r["done_by"]] if "done_by" in r else None for r in rows],  # type: ignore[index]
             "coll_id": [r.get("coll") for r in rows], "root": [r.get("root") for r in rows],
-            "callsite": [r["site"] for r in rows],
+            "callsite": [r["site"] for r in rows], "inside_ns": [None] * len(rows),
         }, schema={"event": pl.Int64, "rank": pl.Int32, "call": pl.Utf8, "t_enter_ns": pl.Int64,
                    "t_leave_ns": pl.Int64, "completed_by": pl.Int64, "coll_id": pl.Int64, "root": pl.Int32,
-                   "callsite": pl.Utf8})
+                   "callsite": pl.Utf8, "inside_ns": pl.Int64})
         e = self.events
         msgs = pl.DataFrame({
             "src": [e[s]["rank"] for s, _, _ in self.messages], "dst": [e[r]["rank"] for _, r, _ in self.messages],

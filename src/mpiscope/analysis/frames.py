@@ -22,7 +22,7 @@ ENV_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol")
 INIT_CALLS = ("MPI_Init", "MPI_Init_thread")
 
 EVENT_COLUMNS = ("event", "rank", "call", "t_enter_ns", "t_leave_ns", "completed_by", "coll_id", "root",
-                 "callsite")
+                 "callsite", "inside_ns")
 MESSAGE_COLUMNS = ("src", "dst", "bytes", "t_send_enter_ns", "t_recv_enter_ns", "send_event", "recv_event")
 
 I64 = npt.NDArray[np.int64]
@@ -116,12 +116,14 @@ def load_frames(trace: Trace) -> Frames:
 
 def mpi_ns_before(f: Frames) -> I64:
     """Time in MPI of all events before each event id (n + 1 values): each event counts its
-    duration, 0 for ENV_CALLS and calls that never returned. Made once per Frames."""
+    duration (a folded polling loop the time inside its calls), 0 for ENV_CALLS and calls that
+    never returned. Made once per Frames."""
     if "mpi_before" not in f._arrays:
         enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
+        inside = f.column("inside_ns")
         env = f.code_table(ENV_CALLS)[f.call_codes()]
         before = np.zeros(enter.size + 1, np.int64)
-        np.cumsum(np.where(env | (leave < 0), 0, leave - enter), out=before[1:])
+        np.cumsum(np.where(env | (leave < 0), 0, np.where(inside >= 0, inside, leave - enter)), out=before[1:])
         before.flags.writeable = False
         f._arrays["mpi_before"] = before
     return f._arrays["mpi_before"]

@@ -3,7 +3,7 @@
   mpiscope run --out trace -- mpiexec -n 4 ./app args
 
 The program is not recompiled: libmpiscope is preloaded (LD_PRELOAD). The
-exit code is the program's. MPI_Pcontrol(0)/(1) in the program pauses and
+exit code is the program's, also when the merge fails. MPI_Pcontrol(0)/(1) in the program pauses and
 resumes recording; --paused starts paused. --bcast adaptive replaces MPI_Bcast
 by the adaptive broadcast (recorded as usual; --no-record: not recorded).
 """
@@ -18,7 +18,7 @@ from mpiscope import output
 from mpiscope.capture.bcast import bcast_config
 from mpiscope.capture.run import run_traced, run_unrecorded
 from mpiscope.cli.merge import report_merge
-from mpiscope.errors import UsageError
+from mpiscope.errors import MpiscopeError, UsageError
 from mpiscope.trace.merge import merge_trace
 
 
@@ -47,5 +47,10 @@ def run(args: argparse.Namespace) -> int:
     if result.exit_code != 0:
         output.warn(f"the program exited with code {result.exit_code}; merging what was recorded")
     if not args.no_merge:
-        report_merge(merge_trace(result.trace_dir), result.trace_dir)
+        try:
+            report_merge(merge_trace(result.trace_dir), result.trace_dir)
+        except (MpiscopeError, MemoryError) as e:
+            # the job's exit code is the program's, whatever the merge says (issue 23)
+            output.error(f"{e if isinstance(e, MpiscopeError) else 'the merge ran out of memory'}; the raw files "
+                         f"are kept: once that is fixed, mpiscope merge {result.trace_dir} will finish the merge")
     return result.exit_code

@@ -31,7 +31,7 @@ class Trace:
         return pl.scan_parquet(p)
 
     def events(self) -> pl.LazyFrame:
-        return _with_recv_bytes(self._scan("events"))
+        return _with_outcomes(_with_recv_bytes(self._scan("events")))
 
     def messages(self) -> pl.LazyFrame:
         return self._scan("messages")
@@ -53,6 +53,15 @@ def _with_recv_bytes(frame: pl.LazyFrame) -> pl.LazyFrame:
     if "recv_bytes" in frame.collect_schema().names():
         return frame
     return frame.with_columns(pl.lit(None, pl.Int64).alias("recv_bytes"))
+
+
+def _with_outcomes(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Tables merged before schema mpiscope.trace/3 have no count, inside_ns, rc: every row one
+    call that succeeded, as the recorder then wrote them."""
+    if "count" in frame.collect_schema().names():
+        return frame
+    return frame.with_columns(pl.lit(1, pl.Int64).alias("count"), pl.lit(None, pl.Int64).alias("inside_ns"),
+                              pl.lit(None, pl.Int32).alias("rc"))
 
 
 def open_trace(path: str | Path, merge: bool = True) -> Trace:

@@ -112,6 +112,42 @@ def clock_problem(f: RankFile) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ShiftBounds:
+    """How far the clock correction may move one rank against another (issue 23): ranks of one
+    booted host whose offsets were not measured read one clock and are never moved against
+    each other; ranks whose offsets to rank 0 were measured by a round trip, by at most half
+    their round trips (the offsets' uncertainty) plus 10 us and 10 ppm of the run for the drift
+    between the two measurements; any other pair (offsets given without a round trip), by at
+    most the run's duration, which only damage exceeds."""
+    host: np.ndarray       # host (and boot) number of each rank, -1 unknown
+    one_clock: np.ndarray  # bool: the rank reads its host's clock as it is (no offset measured)
+    rtt: np.ndarray        # ns: the best round trip of its offset measurements, -1 none
+    span: int              # the run's duration, ns
+
+    def between(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        same = (self.host[src] == self.host[dst]) & (self.host[src] >= 0) & self.one_clock[src] & self.one_clock[dst]
+        measured = (self.rtt[src] >= 0) & (self.rtt[dst] >= 0)
+        uncertain = (self.rtt[src] + self.rtt[dst]) // 2 + 10_000 + self.span // 100_000
+        return np.where(same, 0, np.where(measured, np.minimum(uncertain, self.span), self.span))
+
+
+def shift_bounds(files: list[RankFile], nranks: int) -> ShiftBounds:
+    host = np.full(nranks, -1, np.int64)
+    one_clock = np.zeros(nranks, bool)
+    rtt = np.full(nranks, -1, np.int64)
+    hosts: dict[bytes, int] = {}
+    for f in files:
+        h = f.header
+        host[f.rank] = hosts.setdefault(bytes(h["hostname"]) + bytes(h["boot_id"]), len(hosts))
+        trip = max(int(h["sync_rtt_init_ns"]), int(h["sync_rtt_end_ns"]))
+        no_offset = int(h["offset_init_ns"]) == 0 and int(h["offset_end_ns"]) == 0
+        one_clock[f.rank] = no_offset and trip <= 0
+        if trip > 0 or f.rank == 0:  # rank 0 is the reference: its offset is 0 by definition
+            rtt[f.rank] = max(trip, 0)
+    return ShiftBounds(host, one_clock, rtt, run_span_ns(files))
+
+
 def run_span_ns(files: list[RankFile]) -> int:
     """How long the run lasted (ns, at least 1 ms): the widest span of any rank's calibration pairs."""
     spans = [p[-1][1] - p[0][1] for p in map(_pairs, files) if len(p) >= 2]
@@ -119,26 +155,29 @@ def run_span_ns(files: list[RankFile]) -> int:
 
 
 def causality_shifts(src: np.ndarray, dst: np.ndarray, send_enter: np.ndarray, recv_leave: np.ndarray,
-                     nranks: int, bound_ns: int | None = None) -> tuple[np.ndarray, bool, np.ndarray]:
+                     nranks: int, bound_ns: int | np.ndarray | None = None,
+                     cap_ns: int | None = None) -> tuple[np.ndarray, bool, np.ndarray]:
     """Per-rank shifts (ns, >= 0) so that recv_leave + s[dst] >= send_enter + s[src].
 
     Returns (shifts, feasible, refused). Infeasible means a cycle of violations no
-    constant shift can remove; the caller clamps what remains. No shift exceeds
-    bound_ns: a message that asks for more (only damage can: the bound is the run's
-    duration) is left out and its index returned in refused, and a rank whose shift
-    would still exceed it is not shifted (and the result is infeasible).
+    constant shift can remove; the caller clamps what remains. A message that asks
+    for more than bound_ns (one bound, or one per message: ShiftBounds) is left out and
+    its index returned in refused; a rank whose shift would still exceed cap_ns (default:
+    the bound, where it is one number) is not shifted. Either makes the result infeasible.
     """
+    if cap_ns is None and bound_ns is not None and np.ndim(bound_ns) == 0:
+        cap_ns = int(bound_ns)
     need = send_enter - recv_leave  # > 0: a violation of that size
     shifts = np.zeros(nranks, dtype=np.int64)
     refused = np.flatnonzero(need > bound_ns) if bound_ns is not None else np.zeros(0, np.int64)
     if refused.size:
-        keep = need <= bound_ns
+        keep = ~np.isin(np.arange(need.size), refused)
         src, dst, need = src[keep], dst[keep], need[keep]
     if need.size == 0 or need.max() <= 0:
         return shifts, not refused.size, refused
     shifts, feasible = _bellman_ford(src, dst, need, nranks)
-    if bound_ns is not None and (shifts > bound_ns).any():
-        shifts[shifts > bound_ns] = 0
+    if cap_ns is not None and (shifts > cap_ns).any():
+        shifts[shifts > cap_ns] = 0
         feasible = False
     return shifts, feasible and not refused.size, refused
 

@@ -24,7 +24,7 @@ FIRST_TABLE_ID = 16
 ROLES = ["", "tool", "env", "send", "isend", "recv", "irecv", "probe", "mprobe", "mrecv", "imrecv",
          "isendrecv", "psend_init", "precv_init", "coll", "create", "create_win", "rma", "comm", "completion",
          "complete", "local", "recv_part", "psend", "precv", "pstart", "immediate", "pcoll_init", "pcoll",
-         "coll_recv"]
+         "coll_recv", "rc", "count"]
 ROLE = {name: code for code, name in enumerate(ROLES)}
 
 

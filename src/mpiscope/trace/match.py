@@ -49,6 +49,18 @@ class P2P:
     recv_bytes: np.ndarray
     recv_leave: np.ndarray
 
+    def without(self, events: np.ndarray) -> P2P:
+        """The sends and receives of other calls than `events` (calls that failed)."""
+        if not events.size:
+            return self
+        s, r = ~np.isin(self.sends.event, events), ~np.isin(self.recvs.event, events)
+        return P2P(_rows(self.sends, s), self.send_bytes[s], self.send_leave[s],
+                   _rows(self.recvs, r), self.recv_bytes[r], self.recv_leave[r])
+
+
+def _rows(s: Side, keep: np.ndarray) -> Side:
+    return Side(s.comm[keep], s.src[keep], s.dst[keep], s.tag[keep], s.posted[keep], s.event[keep])
+
 
 # merge.h's MSM_* bits: what each role is for point-to-point traffic
 _P2P_KINDS = {1: ("send",), 2: ("isend", "psend", "isendrecv"), 4: ("recv", "recv_part"),
@@ -97,3 +109,53 @@ def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFr
         .select("coll_id", "call", "comm", "root", "bytes", "recv_bytes", "ranks", "comm_size", "calls_seen",
                 "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
     )
+
+
+def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray) -> np.ndarray:
+    """The receive paired with each matched send (ri reordered), where threads made the order
+    ambiguous (issue 23). MPI orders the messages of one envelope as they were sent, but sends
+    (or receives) that overlap in time on different threads of a rank have no order between
+    them. Pairs (in matching order) whose sends or receives overlap in time, directly or through
+    others, form a cluster; in a cluster where the order taken pairs a receive with a send
+    entered after that receive completed (which the true pairing never does), the sends by
+    entry are paired with the receives by completion instead: that pairing keeps every receive
+    after its send wherever any pairing of the cluster does. A rank's one thread orders its
+    calls itself: there the order taken is the true one, and has no such receive."""
+    s, r = p.sends, p.recvs
+    done = p.recv_leave[ri]
+    if not ((done >= 0) & (done < s.posted[si])).any():  # the common case: nothing to reorder
+        return ri
+    order = np.lexsort((s.event[si], s.posted[si], s.tag[si], s.dst[si], s.src[si], s.comm[si]))
+    si, ri = si[order], ri[order]
+    never = np.iinfo(np.int64).max
+    env = np.stack([s.comm[si], s.src[si], s.dst[si], s.tag[si]])
+    new_env = np.r_[True, (env[:, 1:] != env[:, :-1]).any(axis=0)]
+    enter, posted, done = s.posted[si], r.posted[ri], p.recv_leave[ri]
+    send_end = np.where(p.send_leave[si] >= 0, p.send_leave[si], never)
+    recv_end = np.where(done >= 0, done, never)
+    group = np.cumsum(new_env)
+    # a cluster starts where neither side overlaps anything before it in its envelope
+    send_reach = _running_max(send_end, group)
+    recv_reach = _running_max(recv_end, group)
+    apart = (enter[1:] > send_reach[:-1]) & (posted[1:] > recv_reach[:-1])
+    cluster = np.cumsum(np.r_[True, new_env[1:] | apart])
+    late = (done >= 0) & (done < enter)
+    out = ri.copy()
+    for c in np.unique(cluster[late]):
+        at = np.flatnonzero(cluster == c)
+        by_entry = at[np.argsort(enter[at], kind="stable")]
+        by_done = at[np.argsort(recv_end[at], kind="stable")]
+        out[by_entry] = ri[by_done]
+    back = np.empty_like(out)
+    back[order] = out
+    return back
+
+
+def _running_max(x: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Running maximum of x within each run of equal group ids: one accumulate over keys that
+    put each group above the ones before it (group, rank of the value)."""
+    uniq, rank = np.unique(x, return_inverse=True)
+    g = np.cumsum(np.r_[True, group[1:] != group[:-1]]) - 1
+    width = np.int64(uniq.size + 1)
+    acc = np.maximum.accumulate(g.astype(np.int64) * width + rank.reshape(-1))
+    return uniq[acc - g * width]

@@ -25,10 +25,11 @@ from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import TraceCorrupt, UsageError
 from mpiscope.trace import record as R
 from mpiscope.trace.bcast import bcast_swaps
-from mpiscope.trace.clocks import causality_shifts, clock_problem, run_span_ns
+from mpiscope.trace.clocks import ShiftBounds, causality_shifts, clock_problem, shift_bounds
 from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records
 from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
-from mpiscope.trace.match import P2P, p2p_sides
+from mpiscope.trace.match import P2P, p2p_sides, reorder_threads
+from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
 from mpiscope.trace.received import add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
@@ -160,9 +161,10 @@ def _merge(trace_dir: Path) -> MergeResult:
         # before matching has found the clock shifts, which are zero unless
         # offsets were mismeasured, and built again when they are not. The
         # kernels, NumPy, Polars and pyarrow release the GIL.
-        matched = pool.submit(_match, rec, links, nranks, windows, run_span_ns(files))
+        matched = pool.submit(_match, rec, links, nranks, windows, shift_bounds(files, nranks))
         rows = event_rows(rec, links, calls)
         add_recv_bytes(rec, rows, starts, starts["record"], recorded)
+        add_outcomes(rec, rows)
         ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         p2p, si, ri, shifts, feasible, refused = matched.result()
         del rec  # every table has its own columns now (peak memory)
@@ -233,7 +235,7 @@ def _read_ranks(trace_dir: Path, calls: CallTable) -> tuple[list[RankFile], dict
         else:
             files.append(f)
     if not files:
-        raise TraceCorrupt(f"no rank file of {trace_dir} can be read ({'; '.join(missing.values())}); "
+        raise TraceCorrupt(f"no rank file of {trace_dir} can be read ({'; '.join(sorted(set(missing.values())))}); "
                            f"record the program again with mpiscope run")
     return files, missing
 
@@ -245,23 +247,27 @@ def _reason(sentence: str, path: Path) -> str:
 
 
 def _match(rec: Records, links: StartLinks, nranks: int, windows: dict[int, Window],
-           bound_ns: int) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool, str]:
+           bounds: ShiftBounds) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool, str]:
     """Matched messages, and the clock shifts (whole ranks) that remove any receive-before-send;
     the last item names the messages whose shift was refused (too large: damage), or is empty."""
-    p2p = p2p_sides(rec, links)
+    p2p = p2p_sides(rec, links).without(failed_events(rec))
     si, ri = match_around_gaps(p2p.sends, p2p.recvs, windows)
+    ri = reorder_threads(p2p, si, ri)
     done = p2p.recv_leave[ri] >= 0
     src, dst = p2p.sends.src[si][done], p2p.recvs.dst[ri][done]
     shifts, feasible, refused = causality_shifts(src, dst, p2p.sends.posted[si][done], p2p.recv_leave[ri][done],
-                                                 nranks, bound_ns)
+                                                 nranks, bounds.between(src, dst), bounds.span)
     named = ""
     if refused.size:
         events = p2p.sends.event[si][done][refused]
         shown = ", ".join(f"rank {s} -> {d} (send event {e})" for s, d, e in
                           zip(src[refused][:3].tolist(), dst[refused][:3].tolist(), events[:3].tolist()))
-        named = (f"clock correction: {refused.size} message(s) asked for a shift longer than the run "
-                 f"({bound_ns / 1e9:.3g} s), which only damaged times can: not applied, their receive stays "
-                 f"before their send ({shown}{', ...' if refused.size > 3 else ''})")
+        need = (p2p.sends.posted[si][done] - p2p.recv_leave[ri][done])[refused]
+        named = (f"clock correction: {refused.size} message(s) were received before they were sent, by up to "
+                 f"{int(need.max()):,} ns, more than the clocks allow (ranks on one host read one clock; across "
+                 f"hosts, the offsets' measured uncertainty; never more than the run, {bounds.span / 1e9:.3g} s): "
+                 f"no rank was shifted for them, their receive is clamped to their send "
+                 f"({shown}{', ...' if refused.size > 3 else ''})")
     return p2p, si, ri, shifts, feasible, named
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 FILE_MAGIC = 0x4543415254435353
 BLOCK_MAGIC = 0x4B4C4253
 COMMDEF_MAGIC = 0x46454443
@@ -26,9 +26,10 @@ RECS_PER_BLOCK = (BLOCK_BYTES - BLOCK_HEADER_BYTES) // REC_BYTES
 # on a collective's received bytes follow it in a sub:recv_bytes record where
 # they differ from its sent bytes (before, they were not recorded). From
 # version 5 on blocks, the file header (at a clean end) and communicator
-# definitions carry a CRC-32C.
+# definitions carry a CRC-32C. From version 6 on failed calls are followed by a sub:rc
+# record and polling loops are folded (sub:count; trace/outcomes.py).
 GEOMETRY = {1: (4096, 1 << 20), 2: (HEADER_BYTES, BLOCK_BYTES), 3: (HEADER_BYTES, BLOCK_BYTES),
-            4: (HEADER_BYTES, BLOCK_BYTES), 5: (HEADER_BYTES, BLOCK_BYTES)}
+            4: (HEADER_BYTES, BLOCK_BYTES), 5: (HEADER_BYTES, BLOCK_BYTES), 6: (HEADER_BYTES, BLOCK_BYTES)}
 RECV_BYTES_SINCE = 4  # the first format version that records collectives' received bytes
 CRC_SINCE = 5  # the first format version with CRCs
 

@@ -6,7 +6,7 @@ Rename a column only with a SCHEMA bump. Times are ns on rank 0's clock
 
 from __future__ import annotations
 
-SCHEMA = "mpiscope.trace/2"  # 2: events' and collectives' recv_bytes
+SCHEMA = "mpiscope.trace/3"  # 2: events' and collectives' recv_bytes; 3: events' count, inside_ns, rc
 
 EVENTS = {
     "event": "row id, in (rank, t_enter_ns) order",
@@ -27,6 +27,13 @@ EVENTS = {
     "completed_by": "for nonblocking starts: event id of that call",
     "coll_id": "collective instance (collectives.parquet) of a collective call",
     "callsite": "caller of the MPI function: function (file:line), or module+offset",
+    "count": "calls the row stands for: 1, or the unsuccessful calls of a polling loop (MPI_Test, MPI_Testany, "
+    "MPI_Testsome, MPI_Testall, MPI_Iprobe, MPI_Improbe from one call site in a row) folded into one row that "
+    "spans from the first entry to the last exit",
+    "inside_ns": "for a folded polling loop: the time spent inside its calls; null for other rows "
+    "(t_leave_ns - t_enter_ns)",
+    "rc": "the error code the call returned; null on success. A call that failed is no message and no part "
+    "of a collective instance",
 }
 
 MESSAGES = {

@@ -81,7 +81,7 @@ def collective_ids(e: Rows, starts: Rows) -> tuple[np.ndarray, np.ndarray]:
     """The instance (coll_id) of every event row and of every persistent collective start
     (persistent_starts), -1 if none. (comm, sequence number) names an instance (match.py);
     instances are numbered by first entry, then comm, then sequence number."""
-    idx = np.flatnonzero((e["role"] == ROLE["coll"]) & (e["comm"] >= 0))
+    idx = np.flatnonzero((e["role"] == ROLE["coll"]) & (e["comm"] >= 0) & (e["rc"] == 0))
     sidx = np.flatnonzero((starts["comm"] >= 0) & (starts["call"] > 0))
 
     def both(name: str) -> np.ndarray:
@@ -146,6 +146,9 @@ def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
         nullable(cb, cb >= 0, "completed_by"),
         nullable(tag, numbered, "seq"),
         callsite_column(trace_dir, e["rank"], e["callsite"]),
+        pl.Series("count", e["count"]),
+        nullable(e["inside"], e["inside"] >= 0, "inside_ns"),
+        nullable(e["rc"], e["rc"] != 0, "rc"),
     ])
 
 

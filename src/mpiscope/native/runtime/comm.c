@@ -322,6 +322,14 @@ uint16_t msc_comm_created_from_group(const char *stringtag, MPI_Comm newcomm)
     return created_counted(newcomm, members_key, seed);
 }
 
+/* MPI-4.1 Intercomm_create_from_groups: both groups call it with the same string tag. */
+uint16_t msc_intercomm_created_from_groups(const char *stringtag, MPI_Comm newcomm)
+{
+    uint64_t seed = 0x1f6;
+    for (const char *c = stringtag ? stringtag : ""; *c; c++) seed = mix(seed, (uint64_t)(unsigned char)*c);
+    return created_counted(newcomm, both_groups_key, seed);
+}
+
 uint16_t msc_intercomm_created(MPI_Comm local, int local_leader, MPI_Comm peer_comm,
                                int remote_leader, int tag, MPI_Comm newcomm)
 {

@@ -9,6 +9,8 @@
  * in their own record; the multi-request ones add one sub:complete record per
  * finished request after their own.
  */
+#include <string.h>
+
 #include "runtime.h"
 
 static int is_recv(int kind)
@@ -106,6 +108,7 @@ int msc_wait(void *site, MPI_Request *request, MPI_Status *status)
     if (r) {
         if (rc == MPI_SUCCESS && ri.id) completion_fields(r, &ri, st);
         msc_leave_at(r, t_left);
+        if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);
     }
     return rc;
 }
@@ -127,6 +130,8 @@ int msc_test(void *site, MPI_Request *request, int *flag, MPI_Status *status)
     if (r) {
         if (done && ri.id) completion_fields(r, &ri, st);
         msc_leave_at(r, t_left);
+        if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);
+        else if (!done) msc_poll_missed(r);
     }
     return rc;
 }
@@ -145,6 +150,8 @@ int msc_any(void *site, int count, MPI_Request reqs[], int *index, int *flag, MP
     if (r) {
         if (done && info && info[*index].id) completion_fields(r, &info[*index], st);
         msc_leave_at(r, t_left);
+        if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);
+        else if (test && !*flag) msc_poll_missed(r);
     }
     return rc;
 }
@@ -185,6 +192,8 @@ int msc_many(void *site, uint16_t call, int count, MPI_Request reqs[], int *flag
             const struct msc_reqinfo *ri = &info[indices ? indices[k] : k];
             if (ri->id) msc_emit_complete(&sp, ri, st == MPI_STATUSES_IGNORE ? NULL : &st[k]);
         }
+        if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);
+        else if (n == 0 && (call == MSC_CALL_TESTALL || call == MSC_CALL_TESTSOME)) msc_poll_missed(r);
     }
     return rc;
 }
@@ -281,6 +290,64 @@ void msc_emit_recv_bytes(const struct msc_span *sp, uint64_t bytes)
     if (!s) return;
     s->bytes = bytes;
     msc_commit(s, MSC_SUB_RECV_BYTES);
+}
+
+/* The call of record r (just left) returned rc, not MPI_SUCCESS: a record after it says so,
+ * and the merge keeps the call as an event but matches no message or collective with it. */
+void msc_emit_rc(const struct msc_rec *r, int rc)
+{
+    struct msc_span sp = {r->t_enter, r->t_leave, r->callsite};
+    struct msc_rec *s = msc_sub(&sp);
+    if (!s) return;
+    s->tag = rc;
+    msc_commit(s, MSC_SUB_RC);
+}
+
+static int same_poll(const struct msc_rec *a, const struct msc_rec *b)
+{
+    return a->call == b->call && a->callsite == b->callsite && a->comm == b->comm && a->peer == b->peer &&
+           a->tag == b->tag && a->req == b->req && a->bytes == b->bytes;
+}
+
+/* r, the thread's last record, is a poll (MPI_Test & co., MPI_Iprobe, MPI_Improbe) that
+ * completed nothing, just left. Where the thread's record before it is the same poll, from
+ * the same call site, that completed nothing either, r is folded into it: the first record
+ * of the run spans from its entry to the last exit, and a sub:count record after it holds
+ * how many calls it stands for (bytes) and the ticks spent inside them (callsite). A
+ * polling loop thus leaves two records, not one per call (issue 23); any other record of
+ * the thread ends the run. */
+int msc_fold_polls = 1; /* MPISCOPE_POLL_FOLD=0: one record per call, to measure what folding saves */
+
+void msc_poll_missed(struct msc_rec *r)
+{
+    struct msc_thread *t = msc_tls;
+    if (!msc_fold_polls) return;
+    struct msc_rec *poll = t->poll, *count = NULL;
+    t->poll = r;
+    if (!poll || t->next != r + 1) return;
+    if (poll == r - 2 && r[-1].call == MSC_SUB_COUNT) count = r - 1;
+    else if (poll != r - 1) return;
+    if (!same_poll(poll, r)) return;
+    uint64_t t_left = r->t_leave, inside = r->t_leave - r->t_enter;
+    t->poll = poll;
+    if (!count) { /* r becomes the run's count */
+        r->bytes = 2;
+        r->callsite = poll->t_leave - poll->t_enter + inside;
+        r->t_enter = poll->t_enter;
+        r->req = 0;
+        r->peer = MSC_PEER_NONE;
+        r->tag = MSC_TAG_NONE;
+        r->comm = MSC_COMM_UNKNOWN;
+        __atomic_store_n(&r->call, (uint16_t)MSC_SUB_COUNT, __ATOMIC_RELEASE);
+    } else { /* r is given back: the thread's next record reuses it */
+        count->bytes++;
+        count->callsite += inside;
+        count->t_leave = t_left;
+        __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
+        memset(r, 0, sizeof *r);
+        t->next = r;
+    }
+    __atomic_store_n(&poll->t_leave, t_left, __ATOMIC_RELEASE);
 }
 
 int msc_start_request(void *site, MPI_Request *request)

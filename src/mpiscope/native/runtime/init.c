@@ -125,6 +125,8 @@ void msc_begin(uint16_t call, uint64_t t0, void *site, int rank, int size, int l
     msc_world_rank_self = rank;
     private_comm = sync_comm;
     msc_crc32c_init();
+    const char *fold = getenv("MPISCOPE_POLL_FOLD");
+    msc_fold_polls = !(fold && *fold == '0');
     if (open_trace(rank, size) != 0 || msc_requests_init() != 0) {
         sync_unrecorded();
         PMPI_Group_free(&world);

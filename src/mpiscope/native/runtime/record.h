@@ -40,8 +40,10 @@
  * received bytes follow it in a record of their own (MSC_SUB_RECV_BYTES,
  * calls_gen.h) where they differ from its sent bytes, so that the reader
  * takes a collective without one as receiving what it sent; 5: CRC-32C of
- * blocks, of the file header at a clean end, and of communicator definitions */
-#define MSC_FORMAT_VERSION 5u
+ * blocks, of the file header at a clean end, and of communicator definitions; 6: a
+ * call that failed is followed by a sub:rc record, and a polling loop's unsuccessful
+ * calls are folded into one record followed by a sub:count (complete.c) */
+#define MSC_FORMAT_VERSION 6u
 #define MSC_FILE_MAGIC 0x4543415254435353ull /* "SSCTRACE" little-endian */
 #define MSC_BLOCK_MAGIC 0x4b4c4253u          /* "SBLK" */
 #define MSC_COMMDEF_MAGIC 0x46454443u        /* "CDEF" */

@@ -37,6 +37,12 @@
 #else
 #define MSC_HAVE_MPI4 0
 #endif
+/* MPI-4.1 calls (buffers attached to communicators and sessions, MPI_Intercomm_create_from_groups) */
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+#define MSC_HAVE_MPI41 1
+#else
+#define MSC_HAVE_MPI41 0
+#endif
 
 enum { MSC_REQ_SEND = 1, MSC_REQ_RECV, MSC_REQ_COLL, MSC_REQ_RMA, MSC_REQ_PSEND, MSC_REQ_PRECV,
        MSC_REQ_OTHER, MSC_REQ_PCOLL, MSC_REQ_SENDRECV };
@@ -64,6 +70,7 @@ struct msc_thread {
     uint16_t index;        /* thread index within the rank */
     uint32_t seq;          /* blocks this thread has used */
     void *block;           /* the current block, NULL before the first event */
+    struct msc_rec *poll;  /* the thread's last record of a poll that completed nothing */
     struct msc_rec *block_end; /* one past the last record of the block */
     void *scratch[2];      /* per-thread scratch (mmap, grows): [0] completions, */
     size_t scratch_bytes[2]; /* [1] Fortran argument conversions */
@@ -126,6 +133,7 @@ void msc_win_forget(MPI_Win win);
 uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int same_group);
 uint16_t msc_comm_created_group(uint16_t parent, int tag, MPI_Comm newcomm);
 uint16_t msc_comm_created_from_group(const char *stringtag, MPI_Comm newcomm);
+uint16_t msc_intercomm_created_from_groups(const char *stringtag, MPI_Comm newcomm);
 uint16_t msc_intercomm_created(MPI_Comm local, int local_leader, MPI_Comm peer_comm,
                                int remote_leader, int tag, MPI_Comm newcomm);
 uint16_t msc_win_created(uint16_t comm, int32_t seq, MPI_Win win);
@@ -202,6 +210,9 @@ void msc_emit_recv(const struct msc_span *sp, uint16_t comm, const MPI_Status *s
 void msc_emit_complete(const struct msc_span *sp, const struct msc_reqinfo *ri,
                        const MPI_Status *st);
 void msc_emit_recv_bytes(const struct msc_span *sp, uint64_t bytes);
+void msc_emit_rc(const struct msc_rec *r, int rc);
+void msc_poll_missed(struct msc_rec *r);
+extern int msc_fold_polls;
 
 MSC_HOT uint64_t msc_ticks(void)
 {

@@ -109,4 +109,23 @@ MSC_API int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, M
     return rc;
 }
 
+#if MSC_HAVE_MPI41
+MSC_API int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,
+                                             int remote_leader, const char *stringtag, MPI_Info info,
+                                             MPI_Errhandler errhandler, MPI_Comm *newintercomm)
+{
+    struct msc_rec *r = msc_enter(MSC_CALL_INTERCOMM_CREATE_FROM_GROUPS, __builtin_return_address(0));
+    int rc = PMPI_Intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, stringtag,
+                                               info, errhandler, newintercomm);
+    uint16_t nc = (msc_tracking && rc == MPI_SUCCESS)
+                      ? msc_intercomm_created_from_groups(stringtag, *newintercomm) : MSC_COMM_UNKNOWN;
+    if (r) {
+        r->comm = nc;
+        msc_leave(r);
+        if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);
+    }
+    return rc;
+}
+#endif
+
 #endif

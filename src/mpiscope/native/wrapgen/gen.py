@@ -49,6 +49,9 @@ SUB_RECORDS = {
     8: ("sub:pcoll", "pcoll"),         # a persistent collective started by Start/Startall: one instance
     9: ("sub:recv_bytes", "coll_recv"),  # bytes received by the collective (or pcoll start) before it,
                                          # where they differ from those it sent
+    10: ("sub:rc", "rc"),              # the call before it failed: its return code (tag)
+    11: ("sub:count", "count"),        # the poll before it stands for `bytes` unsuccessful calls in a row
+                                       # (msc_poll_missed), `callsite` ticks inside them
 }
 STARTS = {"psend", "precv", "pstart", "pcoll"}
 # Roles of the hand-written calls (the table gives no roles for them).
@@ -81,7 +84,7 @@ def c_wrapper(entry: dict, large: bool = False) -> str:
     if p.status:
         pre.append(f"MPI_Status msc_st_; MPI_Status *st = (r && {p.status} == MPI_STATUS_IGNORE) ? &msc_st_ : {p.status};")
         args[args.index(p.status)] = "st"
-    decls = ", ".join(d for d, _ in p.params)
+    decls = ", ".join(d for d, _ in p.params) or "void"
     body = [f"MSC_API int {p.call}({decls})", "{",
             f"    struct msc_rec *r = msc_enter({p.cid}, __builtin_return_address(0));"]
     body += ["    " + line for line in pre]
@@ -91,6 +94,9 @@ def c_wrapper(entry: dict, large: bool = False) -> str:
     body.append("    if (r) {")
     body += ["        " + line for line in p.post]
     body.append("        " + p.leave)
+    body.append("        if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);")
+    if "flag" in entry:  # a probe that found nothing: polling loops leave one record (issue 23)
+        body.append(f"        else if (!*{entry['flag']}) msc_poll_missed(r);")
     body.append("    }")
     body.append("    return rc;")
     body.append("}")
@@ -133,10 +139,16 @@ def generate(table: list[dict], outdir: Path) -> None:
     # MPI-4 calls exist where the MPI has them (MSC_HAVE_MPI4, runtime.h); the
     # large-count ones only where mpi.h says MPI 4 (Open MPI 5 says 3.1 and has none).
     code.append("#if MSC_HAVE_MPI4")
-    code += [c_wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] >= "4"]
+    code += [c_wrapper(e) + "\n" for e in table if not e.get("hand") and "4" <= e["mpi"] < "4.1"]
     code.append("#endif")
     code.append("#if MPI_VERSION >= 4")
-    code += [c_wrapper(e, large=True) + "\n" for e in table if "proto_c" in e and not e.get("hand")]
+    code += [c_wrapper(e, large=True) + "\n" for e in table
+             if "proto_c" in e and not e.get("hand") and e["mpi"] < "4.1"]
+    code.append("#endif")
+    code.append("#if MSC_HAVE_MPI41")  # MPI-4.1 calls, with their large-count forms
+    code += [c_wrapper(e) + "\n" for e in table if not e.get("hand") and e["mpi"] >= "4.1"]
+    code += [c_wrapper(e, large=True) + "\n" for e in table
+             if "proto_c" in e and not e.get("hand") and e["mpi"] >= "4.1"]
     code.append("#endif")
     outdir.mkdir(parents=True, exist_ok=True)
     (outdir / "calls_gen.h").write_text(head + "\n".join(ids) + "\n")

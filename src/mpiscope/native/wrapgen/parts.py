@@ -18,8 +18,10 @@ class TableError(Exception):
 
 
 def parse_params(proto: str) -> list[tuple[str, str]]:
-    """Split 'const void *buf, int count' into (declaration, name) pairs."""
-    params = []
+    """Split 'const void *buf, int count' into (declaration, name) pairs ('void': none)."""
+    params: list[tuple[str, str]] = []
+    if proto.strip() == "void":
+        return params
     for decl in (p.strip() for p in proto.split(",")):
         if decl == "...":
             params.append((decl, ""))
