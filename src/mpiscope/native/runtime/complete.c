@@ -303,50 +303,21 @@ void msc_emit_rc(const struct msc_rec *r, int rc)
     msc_commit(s, MSC_SUB_RC);
 }
 
-static int same_poll(const struct msc_rec *a, const struct msc_rec *b)
-{
-    return a->call == b->call && a->callsite == b->callsite && a->comm == b->comm && a->peer == b->peer &&
-           a->tag == b->tag && a->req == b->req && a->bytes == b->bytes;
-}
-
-/* r, the thread's last record, is a poll (MPI_Test & co., MPI_Iprobe, MPI_Improbe) that
- * completed nothing, just left. Where the thread's record before it is the same poll, from
- * the same call site, that completed nothing either, r is folded into it: the first record
- * of the run spans from its entry to the last exit, and a sub:count record after it holds
- * how many calls it stands for (bytes) and the ticks spent inside them (callsite). A
- * polling loop thus leaves two records, not one per call (issue 23); any other record of
- * the thread ends the run. */
 int msc_fold_polls = 1; /* MPISCOPE_POLL_FOLD=0: one record per call, to measure what folding saves */
 
-void msc_poll_missed(struct msc_rec *r)
+/* The first calls of a polling loop (see msc_poll_missed): r, the second unsuccessful poll
+ * in a row, becomes the run's sub:count record. */
+void msc_poll_count_starts(struct msc_rec *poll, struct msc_rec *r)
 {
-    struct msc_thread *t = msc_tls;
-    if (!msc_fold_polls) return;
-    struct msc_rec *poll = t->poll, *count = NULL;
-    t->poll = r;
-    if (!poll || t->next != r + 1) return;
-    if (poll == r - 2 && r[-1].call == MSC_SUB_COUNT) count = r - 1;
-    else if (poll != r - 1) return;
-    if (!same_poll(poll, r)) return;
-    uint64_t t_left = r->t_leave, inside = r->t_leave - r->t_enter;
-    t->poll = poll;
-    if (!count) { /* r becomes the run's count */
-        r->bytes = 2;
-        r->callsite = poll->t_leave - poll->t_enter + inside;
-        r->t_enter = poll->t_enter;
-        r->req = 0;
-        r->peer = MSC_PEER_NONE;
-        r->tag = MSC_TAG_NONE;
-        r->comm = MSC_COMM_UNKNOWN;
-        __atomic_store_n(&r->call, (uint16_t)MSC_SUB_COUNT, __ATOMIC_RELEASE);
-    } else { /* r is given back: the thread's next record reuses it */
-        count->bytes++;
-        count->callsite += inside;
-        count->t_leave = t_left;
-        __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
-        memset(r, 0, sizeof *r);
-        t->next = r;
-    }
+    uint64_t t_left = r->t_leave;
+    r->bytes = 2;
+    r->callsite = poll->t_leave - poll->t_enter + (t_left - r->t_enter);
+    r->t_enter = poll->t_enter;
+    r->req = 0;
+    r->peer = MSC_PEER_NONE;
+    r->tag = MSC_TAG_NONE;
+    r->comm = MSC_COMM_UNKNOWN;
+    __atomic_store_n(&r->call, (uint16_t)MSC_SUB_COUNT, __ATOMIC_RELEASE);
     __atomic_store_n(&poll->t_leave, t_left, __ATOMIC_RELEASE);
 }
 

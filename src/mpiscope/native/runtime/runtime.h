@@ -211,7 +211,7 @@ void msc_emit_complete(const struct msc_span *sp, const struct msc_reqinfo *ri,
                        const MPI_Status *st);
 void msc_emit_recv_bytes(const struct msc_span *sp, uint64_t bytes);
 void msc_emit_rc(const struct msc_rec *r, int rc);
-void msc_poll_missed(struct msc_rec *r);
+void msc_poll_count_starts(struct msc_rec *poll, struct msc_rec *r);
 extern int msc_fold_polls;
 
 MSC_HOT uint64_t msc_ticks(void)
@@ -521,6 +521,41 @@ static inline void msc_no_message(struct msc_rec *r)
     r->peer = MSC_PEER_NONE;
     r->tag = MSC_TAG_NONE;
     r->bytes = 0;
+}
+
+/* r, the thread's last record, is a poll (MPI_Test & co., MPI_Iprobe, MPI_Improbe) that
+ * completed nothing, just left. Where the thread's record before it is the same poll, from
+ * the same call site, that completed nothing either, r is folded into it: the first record
+ * of the run spans from its entry to the last exit, and a sub:count record after it holds
+ * how many calls it stands for (bytes) and the ticks spent inside them (callsite). A
+ * polling loop thus leaves two records, not one per call (issue 23); any other record of
+ * the thread ends the run. Inline: in a polling loop it runs once per call. */
+MSC_HOT void msc_poll_missed(struct msc_rec *r)
+{
+    struct msc_thread *t = msc_tls;
+    struct msc_rec *poll = t->poll;
+    /* (an unsuccessful poll has no request id and no bytes: the rest of the record says which) */
+    if (msc_fold_polls && poll && t->next == r + 1 && poll->call == r->call && poll->callsite == r->callsite &&
+        poll->comm == r->comm && poll->peer == r->peer && poll->tag == r->tag) {
+        if (poll == r - 2 && r[-1].call == MSC_SUB_COUNT) {
+            /* r is given back, zeroed as msc_enter expects it: it stores the other fields
+             * itself, and an unsuccessful poll leaves bytes and req zero */
+            struct msc_rec *count = r - 1;
+            uint64_t t_left = r->t_leave;
+            count->bytes++;
+            count->callsite += t_left - r->t_enter;
+            __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
+            r->t_leave = 0;
+            t->next = r;
+            __atomic_store_n(&poll->t_leave, t_left, __ATOMIC_RELEASE);
+            return;
+        }
+        if (poll == r - 1) {
+            msc_poll_count_starts(poll, r);
+            return;
+        }
+    }
+    t->poll = r;
 }
 
 #endif

@@ -51,7 +51,8 @@ SUB_RECORDS = {
                                          # where they differ from those it sent
     10: ("sub:rc", "rc"),              # the call before it failed: its return code (tag)
     11: ("sub:count", "count"),        # the poll before it stands for `bytes` unsuccessful calls in a row
-                                       # (msc_poll_missed), `callsite` ticks inside them
+                                       # (msc_poll_missed), `callsite` ticks inside them; its times are
+                                       # those of the run's first two calls
 }
 STARTS = {"psend", "precv", "pstart", "pcoll"}
 # Roles of the hand-written calls (the table gives no roles for them).
