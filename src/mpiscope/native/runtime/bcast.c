@@ -185,21 +185,35 @@ static void record_bytes(struct msc_rec *r, uint64_t t_left, uint16_t c, int roo
     if (received != r->bytes) msc_emit_recv_bytes(&sp, received);
 }
 
-MSC_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+/* The record of an MPI_Bcast (or _c) just entered: its communicator and sequence number,
+ * taken on every rank that tracks, recorded or not (the numbering must stay alike). */
+static uint16_t bcast_opened(struct msc_rec *r, MPI_Comm comm)
 {
-    struct msc_rec *r = msc_enter(MSC_CALL_BCAST, __builtin_return_address(0));
     uint16_t c = msc_tracking ? msc_comm_id(comm) : MSC_COMM_UNKNOWN;
     int32_t seq = msc_tracking ? msc_seq_next(c) : 0;
     if (r) {
         r->comm = c;
         r->tag = seq;
     }
-    int rc = run_bcast(buffer, count, datatype, root, comm);
+    return c;
+}
+
+/* The broadcast returned: its root and bytes, and its record closed. */
+static void bcast_closed(struct msc_rec *r, uint16_t c, int root, int64_t count, MPI_Datatype datatype)
+{
     uint64_t t_left = r ? msc_ticks() : 0;
     if (r) {
         r->peer = msc_world_root(c, root);
         record_bytes(r, t_left, c, root, msc_bytes(count, datatype));
     }
+}
+
+MSC_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    struct msc_rec *r = msc_enter(MSC_CALL_BCAST, __builtin_return_address(0));
+    uint16_t c = bcast_opened(r, comm);
+    int rc = run_bcast(buffer, count, datatype, root, comm);
+    bcast_closed(r, c, root, count, datatype);
     return rc;
 }
 
@@ -209,12 +223,7 @@ static int said_large;
 MSC_API int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_BCAST_C, __builtin_return_address(0));
-    uint16_t c = msc_tracking ? msc_comm_id(comm) : MSC_COMM_UNKNOWN;
-    int32_t seq = msc_tracking ? msc_seq_next(c) : 0;
-    if (r) {
-        r->comm = c;
-        r->tag = seq;
-    }
+    uint16_t c = bcast_opened(r, comm);
     /* Decided on the bytes, which every rank has alike (a rank may count
      * more elements of a smaller type): up to INT_MAX bytes every count fits. */
     MPI_Count size = 0;
@@ -230,11 +239,7 @@ MSC_API int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, in
             warn("MPI_Bcast_c of more than INT_MAX bytes runs the MPI's own broadcast (said once)");
         rc = PMPI_Bcast_c(buffer, count, datatype, root, comm);
     }
-    uint64_t t_left = r ? msc_ticks() : 0;
-    if (r) {
-        r->peer = msc_world_root(c, root);
-        record_bytes(r, t_left, c, root, msc_bytes(count, datatype));
-    }
+    bcast_closed(r, c, root, count, datatype);
     return rc;
 }
 #endif
