@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from proctree import children  # bench/: the directory of the script is on sys.path
+
 from mpiscope import output
 
 GENERATE = """
@@ -77,17 +79,6 @@ def _hwm(pid: int) -> int:
         return 0
 
 
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                kids += [int(k) for k in f.read().split()]
-    except OSError:
-        pass
-    return kids
-
-
 BASELINE_PACKAGE = "mpiscope_baseline_export"
 
 
@@ -130,7 +121,7 @@ def export_once(
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        for p in [proc.pid, *_children(proc.pid)]:
+        for p in [proc.pid, *children(proc.pid)]:
             peaks[p] = max(peaks.get(p, 0), _hwm(p))
         time.sleep(0.1)
     seconds = time.perf_counter() - t0

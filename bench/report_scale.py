@@ -38,6 +38,7 @@ import polars as pl
 
 from mpiscope import output
 from mpiscope.trace.merge import merge_trace
+from mpiscope.trace.storage import decode
 from mpiscope.trace.synthetic import halo_trace
 
 HERE = Path(__file__).resolve().parent
@@ -62,7 +63,7 @@ def repeated_trace(base: Path, root: Path, times: int) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((base / "manifest.json").read_text())
     counts = manifest["counts"]
-    ev = pl.scan_parquet(base / "events.parquet")
+    ev = decode("events", pl.scan_parquet(base / "events.parquet"))
     span = ev.select(pl.col("t_leave_ns").max() - pl.col("t_enter_ns").min()).collect().item() + 1000
     per_rank = ev.group_by("rank").agg(pl.col("event").min().alias("off"), pl.len().alias("cnt")).collect()
 
@@ -81,7 +82,7 @@ def repeated_trace(base: Path, root: Path, times: int) -> Path:
     def copies(
         name: str, ns: list[str], ids: dict[str, str], other: dict[str, int], order: list[str]
     ) -> None:
-        lf = pl.scan_parquet(base / f"{name}.parquet")
+        lf = decode(name, pl.scan_parquet(base / f"{name}.parquet"))
         for rank in set(ids.values()):
             lf = with_rank(lf, rank)
         parts = [

@@ -180,5 +180,5 @@ def test_merge_refused_when_memory_would_run_out(run_traced, monkeypatch):
     monkeypatch.setattr(merge, "available_memory", lambda: 1 << 10)
     with pytest.raises(UsageError) as e:
         merge.merge_trace(t.path)
-    assert "GiB is available" in str(e.value) and "\n" not in str(e.value)
+    assert "needs at least" in str(e.value) and "--memory" in str(e.value) and "\n" not in str(e.value)
     assert (t.path / "events.parquet").read_bytes() == before

@@ -69,8 +69,7 @@ class Stats:
 
 
 def summarize(trace: Trace, top: int = 20) -> Stats:
-    # One scan of each table feeds every figure (collect_all shares it), and calls are compared
-    # by their Enum codes: casting 10 M call names to strings took most of the time.
+    # Calls are compared by their Enum codes: casting 10 M call names to strings took most of the time.
     names = [str(c) for c in getattr(trace.events().collect_schema()["call"], "categories", [])]
     code = {n: i for i, n in enumerate(names)}
 
@@ -135,7 +134,11 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         msgs.group_by("src", "dst").agg(pl.len().alias("messages"), pl.col("bytes").sum().alias("bytes"))
         .sort(["bytes", "messages", "src", "dst"], descending=[True, True, False, False]).head(top)
     )
-    per_rank, per_call, callsites, pairs = pl.collect_all([per_rank_q, per_call_q, callsites_q, pairs_q])
+    # streaming: a table of any size is aggregated in bounded memory (issue 22); a scan shared by
+    # the queries would be held in memory whole (10 M events: 0.67 instead of 0.24 GB)
+    per_rank, per_call, callsites, pairs = pl.collect_all(
+        [per_rank_q, per_call_q, callsites_q, pairs_q], engine="streaming",
+        optimizations=pl.QueryOptFlags(comm_subplan_elim=False))
     mpi_total = max(int(per_rank["mpi_time_ns"].sum()), 1)
     pct = (100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi")
     per_call, callsites = per_call.with_columns(pct), callsites.with_columns(pct)

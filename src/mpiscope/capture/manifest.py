@@ -10,9 +10,9 @@ from mpiscope.errors import TraceCorrupt, TraceNotFound
 from mpiscope.output import write_atomic
 
 NAME = "manifest.json"
-SCHEMA = "mpiscope.trace/3"  # trace/schema.py says what each version's tables hold
+SCHEMA = "mpiscope.trace/4"  # trace/schema.py says what each version's tables hold
 # /1: no recv_bytes columns, /2: no count, inside_ns, rc; open_trace adds them
-READABLE = ("mpiscope.trace/1", "mpiscope.trace/2", SCHEMA)
+READABLE = ("mpiscope.trace/1", "mpiscope.trace/2", "mpiscope.trace/3", SCHEMA)
 
 
 def manifest_path(trace_dir: Path) -> Path:
@@ -31,7 +31,11 @@ def read_manifest(trace_dir: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TraceCorrupt(f"{path} is not valid JSON ({e}); restore it or record the trace again") from e
-    if not isinstance(data, dict) or data.get("schema") not in READABLE or not isinstance(data.get("calls"), list):
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if isinstance(schema, str) and schema.startswith("mpiscope.trace/") and schema not in READABLE:
+        raise TraceCorrupt(f"{path} was written by another version of mpiscope (schema {schema}; this one reads "
+                           f"{', '.join(READABLE)}); open it with that version, or upgrade: pip install -U mpiscope")
+    if not isinstance(data, dict) or schema not in READABLE or not isinstance(data.get("calls"), list):
         raise TraceCorrupt(f"{path} is not an mpiscope trace manifest (schema {SCHEMA}); "
                            f"record the trace again with this mpiscope")
     return data

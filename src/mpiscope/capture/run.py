@@ -23,6 +23,7 @@ from mpiscope.capture.bcast import ENV_MODE, bcast_env
 from mpiscope.capture.manifest import manifest_path, write_manifest
 from mpiscope.errors import MpiError, UsageError
 from mpiscope.mpi.find import MpiInfo, built_against, launcher_env, launcher_mpi, lib_dir
+from mpiscope.trace import TABLES
 
 LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "mpiexec.gforker", "prterun", "orterun", "srun"}
 # Launcher options that take a value (MPICH/Hydra, Open MPI, Slurm), to find the program.
@@ -114,9 +115,10 @@ def _prepare_dir(out: Path, force: bool) -> None:
             shutil.rmtree(out, ignore_errors=True)
         raise UsageError(f"{out} has only {free >> 20} MiB free; free some space or choose another --out")
     if force:
-        for name in ("manifest.json", "events.parquet", "messages.parquet", "collectives.parquet",
-                     "comms.parquet"):
-            (out / name).unlink(missing_ok=True)
+        (out / "manifest.json").unlink(missing_ok=True)
+        for name in TABLES:
+            (out / f"{name}.parquet").unlink(missing_ok=True)
+            shutil.rmtree(out / name, ignore_errors=True)
         for old in (out / "raw").iterdir():
             old.unlink()
 

@@ -13,7 +13,6 @@ what to do.
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from rich.markup import escape
@@ -22,17 +21,9 @@ from mpiscope import output
 from mpiscope.analysis.diagnose import Diagnosis, diagnose
 from mpiscope.analysis.findings import fmt_s
 from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT
+from mpiscope.cli.units import parse_bytes
 from mpiscope.errors import UsageError
 from mpiscope.trace import open_trace
-
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20, "mib": 2**20}
-
-
-def parse_bytes(text: str) -> int:
-    m = re.fullmatch(r"(\d+)\s*([a-z]*)", text.strip().lower())
-    if not m or m.group(2) not in _UNITS:
-        raise UsageError(f"--eager-limit {text!r} is not a size in bytes; write e.g. 65536, 64K or 1M")
-    return int(m.group(1)) * _UNITS[m.group(2)]
 
 
 def prepare_parser(p: argparse.ArgumentParser) -> None:
@@ -72,7 +63,7 @@ def render(d: Diagnosis, top: int) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise UsageError(f"--top {args.top} shows nothing; give a positive number, e.g. --top 10")
-    eager_limit = parse_bytes(args.eager_limit)
+    eager_limit = parse_bytes(args.eager_limit, "--eager-limit")
     d = diagnose(open_trace(args.trace_dir), eager_limit=eager_limit)
     if args.json != "-":
         render(d, args.top)

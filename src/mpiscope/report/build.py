@@ -15,7 +15,7 @@ from mpiscope.report import budget, html, payload, tiles, timeline
 from mpiscope.report.density import BINS, BinInput
 from mpiscope.report.frame import b64
 from mpiscope.report.source import Columns, load_columns
-from mpiscope.trace import Trace, open_trace
+from mpiscope.trace import Trace, is_merged, open_trace
 
 MB = 1_000_000
 DIAGNOSIS_RESERVE = 1 * MB  # room kept for the diagnosis, which arrives last (~0.2 MB for 10 M calls)
@@ -43,8 +43,7 @@ class Report:
 def open_merged(path: Path, what: str = "trace") -> Trace:
     """A trace whose tables exist; never merges (a report must not write into the trace)."""
     trace = open_trace(path, merge=False)
-    tables = ("events", "messages", "collectives", "comms")
-    if not trace.manifest.get("merged") or not all((Path(path) / f"{t}.parquet").is_file() for t in tables):
+    if not is_merged(Path(path), trace.manifest):
         raise UsageError(f"the {what} {path} has not been merged yet; merge it first: mpiscope merge {path}")
     return trace
 

@@ -33,7 +33,7 @@ from mpiscope.errors import UsageError
 from mpiscope.report import payload, source, store, tiles, timeline
 from mpiscope.report.build import Stages
 from mpiscope.report.density import BINS, bin_input
-from mpiscope.trace import TABLES, Trace
+from mpiscope.trace import TABLES, Trace, table_files
 
 VERSION = 3  # 3: the events keep rbytes (collectives' received bytes) for the bins
 DIR = Path(".mpiscope") / "view"
@@ -49,9 +49,11 @@ DIAGNOSIS_BESIDE_MAX = 20_000_000
 def key(trace: Trace) -> dict[str, Any]:
     """What the cache was built from: the tables' sizes and times, the versions."""
     files = {}
-    for name in (*TABLES, "manifest"):
-        st = (Path(trace.path) / (f"{name}.parquet" if name in TABLES else "manifest.json")).stat()
-        files[name] = [st.st_size, st.st_mtime_ns]
+    for name in TABLES:
+        stats = [p.stat() for p in table_files(Path(trace.path), name)]
+        files[name] = [sum(st.st_size for st in stats), max((st.st_mtime_ns for st in stats), default=0)]
+    st = (Path(trace.path) / "manifest.json").stat()
+    files["manifest"] = [st.st_size, st.st_mtime_ns]
     return {"version": VERSION, "mpiscope": __version__, "files": files}
 
 

@@ -15,6 +15,7 @@ import polars as pl
 
 from mpiscope.capture.manifest import read_manifest
 from mpiscope.errors import TraceCorrupt
+from mpiscope.trace.storage import decode
 
 TABLES = ("events", "messages", "collectives", "comms")
 
@@ -25,10 +26,11 @@ class Trace:
     manifest: dict[str, Any]
 
     def _scan(self, name: str) -> pl.LazyFrame:
-        p = self.path / f"{name}.parquet"
-        if not p.is_file():
-            raise TraceCorrupt(f"{p} is missing; merge the trace again: mpiscope merge {self.path}")
-        return pl.scan_parquet(p)
+        files = table_files(self.path, name)
+        if not files:
+            raise TraceCorrupt(f"{self.path / name}.parquet is missing; merge the trace again: "
+                               f"mpiscope merge {self.path}")
+        return decode(name, pl.scan_parquet(files))
 
     def events(self) -> pl.LazyFrame:
         return _with_outcomes(_with_recv_bytes(self._scan("events")))
@@ -45,6 +47,20 @@ class Trace:
     @property
     def ranks(self) -> int:
         return int(self.manifest.get("ranks", 0))
+
+
+def table_files(path: Path, name: str) -> list[Path]:
+    """The Parquet files of one merged table: NAME.parquet, or the parts of the dataset NAME/
+    (a merge in pieces, merge.py), in row order."""
+    single = path / f"{name}.parquet"
+    if single.is_file():
+        return [single]
+    return sorted((path / name).glob("part-*.parquet"))
+
+
+def is_merged(path: Path, manifest: dict[str, Any]) -> bool:
+    """The manifest says merged and every table is there."""
+    return bool(manifest.get("merged")) and all(table_files(path, t) for t in TABLES)
 
 
 def _with_recv_bytes(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -68,7 +84,7 @@ def open_trace(path: str | Path, merge: bool = True) -> Trace:
     """Open a trace directory, merging its raw files first if that was not done."""
     path = Path(path)
     manifest = read_manifest(path)
-    if merge and (not manifest.get("merged") or not all((path / f"{t}.parquet").is_file() for t in TABLES)):
+    if merge and not is_merged(path, manifest):
         from mpiscope.trace.merge import merge_trace
 
         merge_trace(path)

@@ -137,13 +137,22 @@ def _blocks(files: list[RankFile], clock_of: dict[int, int]) -> np.ndarray:
     return np.array(rows, native.BLOCK_DTYPE)
 
 
-def build_records(files: list[RankFile], calls: CallTable) -> tuple[Records, pl.DataFrame]:
+def build_records(files: list[RankFile], calls: CallTable, clocks: dict[int, RankClock] | None = None,
+                  dense: dict[int, int] | None = None) -> tuple[Records, pl.DataFrame]:
     """Global times, role codes, dense communicator ids, parents and event ids of
-    every record, computed by the column kernel in one pass over the mapped files."""
-    clocks = rank_clocks(files)
+    every record, computed by the column kernel in one pass over the mapped files.
+    A merge in pieces (pieces.py) gives the clocks and the dense communicator ids
+    (gid -> id) of the whole trace; event ids then start at 0 in the piece."""
+    if clocks is None:
+        clocks = rank_clocks(files)
+    clocks = {f.rank: clocks[f.rank] for f in files}
     table = np.array([(c.tick_ref, c.ns_ref, c.ns_per_tick, c.offset_ns, c.offset_at_ns, c.drift)
                       for c in clocks.values()], native.CLOCK_DTYPE)
-    _, local, comms = comm_table(files)
+    if dense is None:
+        _, local, comms = comm_table(files)
+    else:
+        local = {(f.rank, d.local_id): dense[d.gid] for f in files for d in f.comms}
+        comms = pl.DataFrame()
     lut, width = _comm_lut(local)
     c = native.columns(_blocks(files, {r: i for i, r in enumerate(clocks)}), table, calls.role, calls.starts,
                        FIRST_TABLE_ID, lut, width)

@@ -8,31 +8,37 @@ leaves any earlier tables intact.
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import TraceCorrupt, UsageError
+from mpiscope.machine import available_memory, small_pages
+from mpiscope.parallel import Tasks, mpi_size
+from mpiscope.trace import is_merged
 from mpiscope.trace import record as R
 from mpiscope.trace.bcast import bcast_swaps
-from mpiscope.trace.clocks import ShiftBounds, causality_shifts, clock_problem, shift_bounds
-from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records
+from mpiscope.trace.bounded import SPILL, merge_in_pieces, plan, raw_records, remove_raw
+from mpiscope.trace.buckets import lost_sentence, refused_sentence
+from mpiscope.trace.clocks import ShiftBounds, causality_shifts, clock_problem, rank_clocks, shift_bounds
+from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records, comm_table
 from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
 from mpiscope.trace.match import P2P, p2p_sides, reorder_threads
 from mpiscope.trace.outcomes import add_outcomes, failed_events
+from mpiscope.trace.pieces import Whole, worker_setup
 from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
 from mpiscope.trace.received import add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
+from mpiscope.trace.storage import write_one
 from mpiscope.trace.tables import (
     Rows,
     collective_ids,
@@ -76,53 +82,49 @@ def _stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
             if calls.names[rec.call[i]] not in ("MPI_Finalize", "MPI_Session_finalize")}
 
 
-@contextmanager
-def _small_pages() -> Iterator[None]:
-    """NumPy asks for transparent huge pages on large arrays; where the kernel
-    then compacts memory on each first touch (defrag=madvise, common on VMs),
-    that made the merge's fresh allocations ~6x slower (measured: 0.79 s vs
-    0.13 s to copy 192 MB). The merge allocates and touches each array once."""
-    multiarray = getattr(np, "_core", getattr(np, "core", None)).multiarray  # type: ignore[union-attr]
-    setter = getattr(multiarray, "_set_madvise_hugepage", None)
-    if setter is None:
-        yield
-        return
-    previous = setter(False)
-    try:
-        yield
-    finally:
-        setter(previous)
+DEFAULT_MEMORY = 4 << 30
 
 
-def merge_trace(trace_dir: Path) -> MergeResult:
-    with _small_pages():
-        return _merge(Path(trace_dir))
+def merge_trace(trace_dir: Path, memory: int | None = None, workers: int = 1,
+                delete_raw: bool = False) -> MergeResult:
+    """Merge the raw files of trace_dir into its tables within `memory` bytes (default 4 GiB, never
+    more than the machine has available): in memory where the whole trace fits and one process
+    merges it, else in pieces (bounded.py) on `workers` processes, or on the ranks of the MPI job
+    this process is rank 0 of. delete_raw removes each rank's raw file once its events are written."""
+    with small_pages():
+        return _merge(Path(trace_dir), memory or DEFAULT_MEMORY, workers, delete_raw)
 
 
 # Peak memory of a merge per record: bench/merge_throughput.py measured 2.09 GiB
 # of peak RSS for 10 M records (with the events' count, inside_ns and rc columns),
 # of which ~0.2 GiB is the interpreter and libraries.
 PEAK_BYTES_PER_RECORD = 210
+BASE_BYTES = 300 << 20      # a merging process before it reads a record (interpreter, Polars, pyarrow)
+SIDE_BYTES = 120            # matching, per send or receive of a bucket
+# Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
+# 0.5-1.2 on the generated halo) and what a merge in pieces spills (the sides of its messages, at most
+# 52 B a side before lz4 compresses it: 5 B per record on the generated halo).
+TABLE_BYTES_PER_RECORD = 6
+SPILL_BYTES_PER_RECORD = 8
 
 
-def available_memory() -> int | None:
-    """Bytes the merge can take without the kernel killing it (MemAvailable +
-    SwapFree), None where /proc/meminfo does not say."""
-    try:
-        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
-        return sum(int(info[k].split()[0]) * 1024 for k in ("MemAvailable", "SwapFree"))
-    except (OSError, KeyError, ValueError):
-        return None
+def _budget(memory: int) -> int:
+    """The budget, within what the machine has available."""
+    have = available_memory()
+    return min(memory, have) if have is not None else memory
 
 
-def _check_memory(trace_dir: Path, records: int) -> None:
-    """Refuse, in one sentence, a merge that would be killed for lack of memory."""
-    need, have = records * PEAK_BYTES_PER_RECORD, available_memory()
-    if have is not None and need > have:
+def _check_disk(trace_dir: Path, records: int, pieces: bool, delete_raw: bool) -> None:
+    """Refuse, in one sentence, a merge that would fill the disk. With delete_raw, the events of a
+    merge in pieces take the room of the raw files they replace."""
+    need = records * ((0 if pieces and delete_raw else TABLE_BYTES_PER_RECORD)
+                      + (SPILL_BYTES_PER_RECORD if pieces else 0))
+    free = shutil.disk_usage(trace_dir).free
+    if need > free:
         raise UsageError(f"merging the {records:,} records of {trace_dir} needs about {need / 2**30:.1f} GiB of "
-                         f"memory and {have / 2**30:.1f} GiB is available; copy the trace directory to a machine "
-                         f"with more memory and run mpiscope merge there, or record less (MPI_Pcontrol(0) and "
-                         f"(1) around the phase of interest, or mpiscope run --paused)")
+                         f"free disk space there for its tables{' and temporary files' if pieces else ''}, and "
+                         f"{free / 2**30:.1f} GiB is free; free {(need - free) / 2**30:.1f} GiB, or copy the trace "
+                         f"directory to a larger disk and run mpiscope merge there")
 
 
 def _spawned(trace_dir: Path) -> list[str]:
@@ -135,14 +137,92 @@ def _spawned(trace_dir: Path) -> list[str]:
              f"the parents' calls with them are in events.parquet, their messages are not in messages.parquet")]
 
 
-def _merge(trace_dir: Path) -> MergeResult:
+def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> MergeResult:
     t0 = time.perf_counter()
     manifest = read_manifest(trace_dir)
     calls = CallTable.from_manifest(manifest["calls"])
-    files, missing = _read_ranks(trace_dir, calls)
-    _check_memory(trace_dir, sum(f.size for f in files))
+    if is_merged(trace_dir, manifest) and not list((trace_dir / "raw").glob("rank-*.msc")):
+        raise UsageError(f"{trace_dir} is merged and its raw files were removed (merge --delete-raw): its tables "
+                         f"are all there is to open; record the program again to merge it anew")
+    records = raw_records(trace_dir, R.REC_BYTES)
+    budget = _budget(memory)
+    one = workers <= 1 and mpi_size() <= 1
+
+    def fits(records: dict[int, int]) -> bool:
+        return one and BASE_BYTES + sum(records.values()) * PEAK_BYTES_PER_RECORD <= budget
+
+    if fits(records):
+        _check_disk(trace_dir, sum(records.values()), False, delete_raw)
+        return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
+    # the files' sizes on disk overestimate (partly filled blocks): count their records
+    files, missing = _read_ranks(trace_dir, calls, records=records)
+    _check_disk(trace_dir, sum(records.values()), not fits(records), delete_raw)
+    if fits(records):
+        del files
+        return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
+    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, budget, workers, delete_raw, t0)
+
+
+def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
+                  missing: dict[int, str], records: dict[int, int], budget: int, workers: int, delete_raw: bool,
+                  t0: float) -> MergeResult:
+    n = Tasks.count(workers)
+    per_worker = (budget - BASE_BYTES) // n - (BASE_BYTES if n > 1 else 0)
+    largest = max(records.values(), default=0)
+    if largest * PEAK_BYTES_PER_RECORD > per_worker:
+        need = BASE_BYTES + n * (largest * PEAK_BYTES_PER_RECORD + (BASE_BYTES if n > 1 else 0))
+        raise UsageError(f"merging {trace_dir} needs at least {need / 2**30:.2f} GiB of memory ({largest:,} records "
+                         f"of one rank in one piece, on {n} process{'es' if n > 1 else ''}) and it may take "
+                         f"{budget / 2**30:.2f} GiB (--memory, within what the machine has available); give a "
+                         f"larger --memory or fewer --workers, or merge on a machine with more memory")
+    with Tasks(workers, setup=worker_setup) as tasks:
+        warnings = _file_warnings(trace_dir, files, missing)
+        swaps, swap_warnings = bcast_swaps(trace_dir, files)
+        nranks = _world(files, missing)
+        dense, _, comms = comm_table(files)
+        whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
+                      all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
+        p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
+                 PEAK_BYTES_PER_RECORD, SIDE_BYTES)
+        whole = dataclasses.replace(whole, buckets=p.buckets)
+        o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
+                            sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
+    warnings += swap_warnings
+    _clock_warnings(warnings, o.shifts, o.feasible, o.refused)
+    if o.lost:
+        warnings.append(o.lost)
+    counts = {"events": o.events, "messages": o.messages, "collectives": o.collectives,
+              "unmatched_sends": o.unmatched_sends, "unmatched_recvs": o.unmatched_recvs}
+    _finish(trace_dir, manifest, files, missing, nranks, counts, o.stuck, o.shifts, o.t0_ns, swaps, warnings,
+            {"pieces": len(p.pieces), "buckets": p.buckets, "workers": tasks.workers, "memory_budget": budget})
+    return MergeResult(o.events, o.messages, o.collectives, o.unmatched_sends, o.unmatched_recvs,
+                       time.perf_counter() - t0, warnings)
+
+
+def _file_warnings(trace_dir: Path, files: list[RankFile], missing: dict[int, str]) -> list[str]:
     warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir)
-    warnings += [f"rank {r}: not merged, {reason}" for r, reason in missing.items()]
+    return warnings + [f"rank {r}: not merged, {reason}" for r, reason in missing.items()]
+
+
+def _world(files: list[RankFile], missing: dict[int, str]) -> int:
+    return max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1,
+               max(missing, default=-1) + 1)
+
+
+def _clock_warnings(warnings: list[str], shifts: np.ndarray, feasible: bool, refused: str) -> None:
+    if shifts.any():
+        warnings.append(f"clock correction: {int((shifts > 0).sum())} rank(s) shifted by up to "
+                        f"{int(shifts.max())} ns so that no message is received before it was sent")
+    if refused:
+        warnings.append(refused)
+    elif not feasible:
+        warnings.append("clock correction: some receive-before-send violations remain (cyclic); clamped")
+
+
+def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, delete_raw: bool,
+                     t0: float) -> MergeResult:
+    files, missing = _read_ranks(trace_dir, calls)
+    warnings = _file_warnings(trace_dir, files, missing)
     swaps, swap_warnings = bcast_swaps(trace_dir, files)
     warnings += swap_warnings
     rec, comms = build_records(files, calls)
@@ -150,9 +230,8 @@ def _merge(trace_dir: Path) -> MergeResult:
     windows = gap_windows(files, rec, links)
     for f in files:  # the records are copied into rec: unmap the files (peak memory)
         f.blocks.clear()
-    nranks = max(max(int(f.header["world_size"]) for f in files), max(f.rank for f in files) + 1,
-                 max(missing, default=-1) + 1)
-    stuck, clocks = _stuck_calls(rec, calls), rec.clocks
+    nranks = _world(files, missing)
+    stuck = _stuck_calls(rec, calls)
     starts = persistent_starts(rec, links, calls)
     recorded = all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files)
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -173,31 +252,42 @@ def _merge(trace_dir: Path) -> MergeResult:
             shift_rows(rows, shifts)
             shift_rows(starts, shifts)
             ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
-        events_written = pool.submit(_write_one, trace_dir, "events", ev)
+        events_written = pool.submit(write_one, trace_dir, "events", ev)
         colls = collectives_table([(rows, coll_id), (starts, start_id)], comms, calls)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
-            _write_one(trace_dir, name, df)
+            write_one(trace_dir, name, df)
         events_written.result()
-    if shifts.any():
-        warnings.append(f"clock correction: {int((shifts > 0).sum())} rank(s) shifted by up to "
-                        f"{int(shifts.max())} ns so that no message is received before it was sent")
-    if refused:
-        warnings.append(refused)
-    elif not feasible:
-        warnings.append("clock correction: some receive-before-send violations remain (cyclic); clamped")
+    for name in ("events", "messages"):  # a dataset of an earlier merge in pieces
+        shutil.rmtree(trace_dir / name, ignore_errors=True)
+    if delete_raw:
+        for f in files:
+            remove_raw(trace_dir, f.rank)
+    _clock_warnings(warnings, shifts, feasible, refused)
     nevents = int(rows["event"].size)
     unmatched_s, unmatched_r = p2p.sends.size - si.size, p2p.recvs.size - ri.size
     lost = _lost_messages(p2p, si, ri, set(windows) | set(missing))
     if lost:
         warnings.append(lost)
+    counts = {"events": nevents, "messages": messages.height, "collectives": colls.height,
+              "unmatched_sends": unmatched_s, "unmatched_recvs": unmatched_r}
+    t_first = int(rows["t_enter"].min()) if nevents else 0
+    _finish(trace_dir, manifest, files, missing, nranks, counts, stuck, shifts, t_first, swaps, warnings,
+            {"pieces": 1, "buckets": 1, "workers": 1})
+    return MergeResult(nevents, messages.height, colls.height, unmatched_s, unmatched_r,
+                       time.perf_counter() - t0, warnings)
+
+
+def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], missing: dict[int, str], nranks: int,
+            counts: dict[str, int], stuck: dict[str, str], shifts: np.ndarray, t0_ns: int,
+            swaps: list[dict[str, Any]], warnings: list[str], how: dict[str, int]) -> None:
+    """The manifest of the merged trace."""
+    clocks = rank_clocks(files)
     manifest.update({
         "merged": True,
         "merged_by": __version__,
         "ranks": nranks,
-        "counts": {"events": nevents, "messages": messages.height, "collectives": colls.height,
-                   "unmatched_sends": unmatched_s, "unmatched_recvs": unmatched_r,
-                   "dropped": int(sum(int(f.header["dropped"]) for f in files))},
+        "counts": {**counts, "dropped": int(sum(int(f.header["dropped"]) for f in files))},
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
         "truncated_ranks": [f.rank for f in files if f.cut_off],
         "unfinished_calls": stuck,
@@ -205,23 +295,25 @@ def _merge(trace_dir: Path) -> MergeResult:
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
                   "ranks": [c.to_dict() for c in clocks.values()],
                   "causality_shift_ns": shifts.tolist()},
-        "t0_ns": int(rows["t_enter"].min()) if nevents else 0,
+        "t0_ns": t0_ns,
         "bcast": {**manifest.get("bcast", {"mode": "library"}), "swaps": swaps},
-        "recv_bytes_recorded": recorded,
+        "recv_bytes_recorded": all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files),
         "missing_ranks": {str(r): reason for r, reason in missing.items()},
         "dropped_blocks": {str(f.rank): f.damage.blocks for f in files if f.damage.blocks},
         "dropped_records": {str(f.rank): f.damage.records for f in files if f.damage.records},
         "damage": {str(f.rank): f.damage.to_dict() for f in files if f.damage},
         "warnings": warnings,
+        "merge": how,
     })
     write_manifest(trace_dir, manifest)
-    return MergeResult(nevents, messages.height, colls.height, unmatched_s, unmatched_r,
-                       time.perf_counter() - t0, warnings)
 
 
-def _read_ranks(trace_dir: Path, calls: CallTable) -> tuple[list[RankFile], dict[int, str]]:
+def _read_ranks(trace_dir: Path, calls: CallTable,
+                records: dict[int, int] | None = None) -> tuple[list[RankFile], dict[int, str]]:
     """The rank files that can be read, and why each other one cannot (by rank): a damaged
-    rank file never stops the merge of the others."""
+    rank file never stops the merge of the others. Given `records`, it is set to the records
+    each file holds, and only what a merge in pieces needs of the whole trace stays (headers,
+    clocks, communicators, gaps): not the records."""
     files, missing = [], {}
     paths = rank_files(trace_dir)
     for path in paths:
@@ -231,6 +323,9 @@ def _read_ranks(trace_dir: Path, calls: CallTable) -> tuple[list[RankFile], dict
             missing[int(RANK_FILE.search(path.name)[1])] = _reason(str(e), path)  # type: ignore[index]
             continue
         problem = clock_problem(f)
+        if records is not None:
+            records[f.rank] = f.size if not problem else 0
+            f.blocks.clear()
         if problem:
             missing[f.rank] = _reason(problem, path)
         else:
@@ -261,14 +356,10 @@ def _match(rec: Records, links: StartLinks, nranks: int, windows: dict[int, Wind
     named = ""
     if refused.size:
         events = p2p.sends.event[si][done][refused]
-        shown = ", ".join(f"rank {s} -> {d} (send event {e})" for s, d, e in
-                          zip(src[refused][:3].tolist(), dst[refused][:3].tolist(), events[:3].tolist()))
+        shown = [f"rank {s} -> {d} (send event {e})" for s, d, e in
+                 zip(src[refused][:3].tolist(), dst[refused][:3].tolist(), events[:3].tolist())]
         need = (p2p.sends.posted[si][done] - p2p.recv_leave[ri][done])[refused]
-        named = (f"clock correction: {refused.size} message(s) were received before they were sent, by up to "
-                 f"{int(need.max()):,} ns, more than the clocks allow (ranks on one host read one clock; across "
-                 f"hosts, the offsets' measured uncertainty; never more than the run, {bounds.span / 1e9:.3g} s): "
-                 f"no rank was shifted for them, their receive is clamped to their send "
-                 f"({shown}{', ...' if refused.size > 3 else ''})")
+        named = refused_sentence(int(refused.size), int(need.max()), shown, bounds.span)
     return p2p, si, ri, shifts, feasible, named
 
 
@@ -283,10 +374,7 @@ def _lost_messages(p2p: P2P, si: np.ndarray, ri: np.ndarray, damaged: set[int]) 
     got[ri] = False
     sends = int((sent & np.isin(p2p.sends.dst, bad) & ~np.isin(p2p.sends.src, bad)).sum())
     recvs = int((got & np.isin(p2p.recvs.src, bad) & ~np.isin(p2p.recvs.dst, bad)).sum())
-    if not sends and not recvs:
-        return ""
-    return (f"{sends:,} send(s) to and {recvs:,} receive(s) from damaged or missing rank(s) "
-            f"{', '.join(map(str, bad.tolist()))} stay unmatched (their other side is lost)")
+    return lost_sentence(sends, recvs, sorted(damaged))
 
 
 def _events(pool: ThreadPoolExecutor, rows: Rows, starts: Rows, calls: CallTable,
@@ -296,36 +384,3 @@ def _events(pool: ThreadPoolExecutor, rows: Rows, starts: Rows, calls: CallTable
     frame = pool.submit(events_frame, rows, calls, trace_dir)
     coll_id, start_id = collective_ids(rows, starts)
     return frame.result().with_columns(nullable(coll_id, coll_id >= 0, "coll_id")), coll_id, start_id
-
-
-FILTER_COLUMNS = {"rank", "src", "dst", "call", "comm"}
-
-
-def _write_parquet(df: pl.DataFrame, path: Path) -> None:
-    """Integers delta-encoded: times, ids and ranks grow slowly along the rows, so
-    this is smaller than plain encoding and skips the dictionary trial Polars' writer
-    makes on every column (on the 10M-record bench trace: events.parquet 79 -> 8 MiB
-    with zstd, about 30% less CPU). Snappy rather than zstd: in 3 interleaved merges
-    of that trace, 0.1-0.4 s less wall each (perf: zstd's context set-up alone took
-    1.7% of the CPU) for tables of 33.4 instead of 25.5 MiB. Strings stay
-    dictionary-encoded. Min/max statistics only on the columns readers filter
-    row groups by (ranks, calls, communicators, times): on all 17 columns of
-    the bench's events table they took 0.18 of its 1.6 s of writing."""
-    table = df.to_arrow()
-    ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
-    filtered = [n for n in table.column_names if n in FILTER_COLUMNS or n.endswith("_ns")]
-    pq.write_table(table, path, compression="snappy", write_statistics=filtered,
-                   use_dictionary=[n for n in table.column_names if n not in ints],
-                   column_encoding={n: "DELTA_BINARY_PACKED" for n in ints})
-
-
-def _write_one(trace_dir: Path, name: str, df: pl.DataFrame) -> None:
-    path = trace_dir / f"{name}.parquet"
-    tmp = trace_dir / f".{name}.parquet.tmp"
-    try:
-        _write_parquet(df, tmp)
-        tmp.replace(path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path} ({e.strerror}); free space or make {trace_dir} "
-                         f"writable, then run: mpiscope merge {trace_dir}") from e

@@ -6,7 +6,8 @@ Rename a column only with a SCHEMA bump. Times are ns on rank 0's clock
 
 from __future__ import annotations
 
-SCHEMA = "mpiscope.trace/3"  # 2: events' and collectives' recv_bytes; 3: events' count, inside_ns, rc
+SCHEMA = "mpiscope.trace/4"  # 2: events' and collectives' recv_bytes; 3: events' count, inside_ns, rc;
+# 4: the same columns, stored with times as offsets (storage.py), events and messages possibly datasets
 
 EVENTS = {
     "event": "row id, in (rank, t_enter_ns) order",

@@ -1,0 +1,205 @@
+"""A merge in pieces, in bounded memory, on worker processes or the ranks of an MPI job (issue 22).
+
+The ranks are split into pieces whose records fit the memory budget, the
+messages into envelope buckets that do. Every step works on one piece or one
+bucket at a time, with today's kernels, and spills what the next step needs
+to the trace directory (.merge-spill/, removed at the end):
+
+1. survey each piece (pieces.survey): its events counted, its sides of
+   point-to-point traffic spilled by bucket, its share of each collective;
+2. match each bucket (buckets.match_bucket), write its messages; solve the
+   clock correction from the buckets' strongest constraints; shift the
+   messages (and survey the collectives again) where a rank moved;
+3. add up the collective instances (instances.assemble);
+4. write each piece's events, with event ids, shifts and collective ids
+   (pieces.write_events); with delete_raw, remove its rank files then.
+
+The tables are datasets: events/ and messages/ hold one part per piece and per
+bucket (events in (rank, time) order across the parts, messages sorted by send
+time within a part), beside collectives.parquet and comms.parquet. Their rows
+and values are those of the in-memory merge (merge.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from mpiscope.errors import UsageError
+from mpiscope.parallel import Tasks
+from mpiscope.trace.buckets import (
+    Matched,
+    lost_sentence,
+    match_bucket,
+    refused_sentence,
+    shift_messages,
+    shifts_of,
+)
+from mpiscope.trace.clocks import ShiftBounds
+from mpiscope.trace.instances import assemble
+from mpiscope.trace.pieces import Survey, Whole, survey, write_events
+from mpiscope.trace.reader import RANK_FILE, rank_files
+from mpiscope.trace.storage import write_one
+
+SPILL = ".merge-spill"
+
+
+@dataclass
+class Plan:
+    pieces: list[list[int]]   # ranks of each piece, in rank order
+    buckets: int
+
+
+@dataclass
+class Outcome:
+    """What the merge in pieces found, for the manifest (merge.py)."""
+    events: int
+    messages: int
+    collectives: int
+    unmatched_sends: int
+    unmatched_recvs: int
+    shifts: np.ndarray
+    feasible: bool
+    refused: str
+    lost: str
+    stuck: dict[str, str]
+    t0_ns: int
+
+
+def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int, side_bytes: int) -> Plan:
+    """Contiguous rank ranges of at most per_worker bytes (piece_bytes per record), at least two
+    per worker where there are enough ranks (the last pieces then finish together), and enough
+    buckets for the sides (at most one per record) to fit per_worker at side_bytes each."""
+    total = sum(records.values())
+    most = max(1, min(per_worker // piece_bytes, -(-total // (2 * workers)) if workers > 1 else total))
+    pieces: list[list[int]] = []
+    size = 0
+    for rank in sorted(records):
+        if pieces and size + records[rank] <= most:
+            pieces[-1].append(rank)
+            size += records[rank]
+        else:
+            pieces.append([rank])
+            size = records[rank]
+    buckets = max(workers, -(-total * side_bytes // per_worker), 1)
+    return Plan(pieces, int(buckets))
+
+
+def merge_in_pieces(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds,
+                    damaged: list[int], comms: pl.DataFrame, delete_raw: bool) -> Outcome:
+    trace_dir, spill = whole.trace_dir, whole.spill
+    try:
+        shutil.rmtree(spill, ignore_errors=True)
+        spill.mkdir()
+        return _merge(whole, p, tasks, nranks, bounds, damaged, comms, delete_raw)
+    except OSError as e:  # a full disk: the earlier tables and the raw files stay
+        if delete_raw:  # some raw files may be gone: their events are only in the parts written
+            raise UsageError(f"cannot write the tables of {trace_dir} ({e.strerror or e}); the events of the "
+                             f"ranks whose raw files were removed are in {trace_dir}/.events.tmp: free space "
+                             f"and keep that directory") from e
+        for temporary in (".events.tmp", ".messages.tmp"):
+            shutil.rmtree(trace_dir / temporary, ignore_errors=True)
+        raise UsageError(f"cannot write the tables of {trace_dir} ({e.strerror or e}); free space or make it "
+                         f"writable, then run: mpiscope merge {trace_dir}") from e
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds, damaged: list[int],
+           comms: pl.DataFrame, delete_raw: bool) -> Outcome:
+    trace_dir, spill, npieces = whole.trace_dir, whole.spill, len(p.pieces)
+    surveys: list[Survey] = tasks.map(survey, [(whole, i, ranks, None) for i, ranks in enumerate(p.pieces)])
+    counts = np.array([s.events for s in surveys], np.int64)
+    offsets = np.r_[0, np.cumsum(counts)[:-1]]
+    event_offset = np.zeros(nranks, np.int64)
+    for i, ranks in enumerate(p.pieces):
+        event_offset[ranks] = offsets[i]
+    windows = {r: w for s in surveys for r, w in s.windows.items()}
+    messages_dir = _fresh(trace_dir / ".messages.tmp")
+    parts = [messages_dir / f"part-{b:06d}.parquet" for b in range(p.buckets)]
+    matched: list[Matched] = tasks.map(match_bucket, [(whole, b, npieces, event_offset, windows, bounds, damaged,
+                                                       parts[b]) for b in range(p.buckets)])
+    for name in ("sends", "recvs"):  # the sides are matched: give their disk space back
+        for f in spill.glob(f"{name}-*.arrow"):
+            f.unlink()
+    shifts, feasible = shifts_of(matched, nranks, bounds.span)
+    if shifts.any():
+        tasks.map(survey, [(whole, i, ranks, shifts) for i, ranks in enumerate(p.pieces)])
+    if shifts.any() or not feasible:
+        tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
+    colls, keys, ids = assemble(pl.scan_parquet(sorted(spill.glob("colls-*.parquet"))), comms, whole.calls)
+    events_dir = _fresh(trace_dir / ".events.tmp")
+    firsts = tasks.map(_write_piece, [(whole, ranks, int(offsets[i]), shifts, keys, ids,
+                                       events_dir / f"part-{i:06d}.parquet", delete_raw)
+                                      for i, ranks in enumerate(p.pieces)])
+    _install(trace_dir, {"events": events_dir, "messages": messages_dir}, colls, comms)
+    return Outcome(
+        events=int(counts.sum()), messages=sum(m.messages for m in matched), collectives=colls.height,
+        unmatched_sends=sum(m.unmatched_sends for m in matched),
+        unmatched_recvs=sum(m.unmatched_recvs for m in matched), shifts=shifts, feasible=feasible,
+        refused=_refused(matched, bounds), lost=_lost(matched, damaged),
+        stuck={k: v for s in surveys for k, v in s.stuck.items()},
+        t0_ns=min(firsts) if counts.sum() else 0)
+
+
+def _write_piece(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, keys: np.ndarray,
+                 ids: np.ndarray, path: Path, delete_raw: bool) -> int:
+    first = write_events(whole, ranks, offset, shifts, keys, ids, path)
+    if delete_raw:
+        for rank in ranks:
+            remove_raw(whole.trace_dir, rank)
+    return first
+
+
+def remove_raw(trace_dir: Path, rank: int) -> None:
+    """A rank's raw files (records, communicators; the maps stay: callsites are resolved later)."""
+    for suffix in (".msc", ".comms"):
+        (trace_dir / "raw" / f"rank-{rank:06d}{suffix}").unlink(missing_ok=True)
+
+
+def _fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir()
+    return path
+
+
+def _install(trace_dir: Path, datasets: dict[str, Path], colls: pl.DataFrame, comms: pl.DataFrame) -> None:
+    """Put the new tables in place of any earlier ones (of either layout)."""
+    for name, df in (("collectives", colls), ("comms", comms)):
+        write_one(trace_dir, name, df)
+    for name, made in datasets.items():
+        old = trace_dir / f".{name}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if (trace_dir / name).exists():
+            (trace_dir / name).rename(old)
+        made.rename(trace_dir / name)
+        (trace_dir / f"{name}.parquet").unlink(missing_ok=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _refused(matched: list[Matched], bounds: ShiftBounds) -> str:
+    count = sum(m.refused for m in matched)
+    if not count:
+        return ""
+    shown = [s for m in matched for s in m.refused_shown][:3]
+    return refused_sentence(count, max(m.refused_need for m in matched), shown, bounds.span)
+
+
+def _lost(matched: list[Matched], damaged: list[int]) -> str:
+    return lost_sentence(sum(m.lost_sends for m in matched), sum(m.lost_recvs for m in matched), damaged)
+
+
+def raw_records(trace_dir: Path, record_bytes: int) -> dict[int, int]:
+    """Records of each rank file, from the bytes it takes on disk (an upper bound: the recorder's
+    unused ring slots are holes, but block headers and partly filled blocks count)."""
+    out = {}
+    for path in rank_files(trace_dir):
+        m = RANK_FILE.search(path.name)
+        if m and path.suffix == ".msc":
+            st = path.stat()
+            out[int(m[1])] = min(st.st_size, st.st_blocks * 512) // record_bytes
+    return out

@@ -1,0 +1,196 @@
+"""One piece of a merge in pieces (bounded.py): a range of ranks merged on its own.
+
+A piece reads its ranks' files and builds their records and event rows with
+today's kernels, given what only the whole trace knows (Whole: clocks, dense
+communicator ids). Two passes run over every piece: `survey` spills the
+piece's point-to-point sides (by envelope bucket) and its share of every
+collective instance, and counts its events; `write_events` builds the rows
+again (the kernels are cheaper than spilling every row to disk and reading
+it back), now with the event ids, clock shifts and collective ids that the
+whole trace decided, and writes the piece's part of events/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from pyarrow import feather
+
+from mpiscope.machine import small_pages
+from mpiscope.trace.clocks import RankClock
+from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
+from mpiscope.trace.damaged import Window, gap_windows
+from mpiscope.trace.instances import coll_rows, partials
+from mpiscope.trace.match import P2P, Side, p2p_sides
+from mpiscope.trace.outcomes import add_outcomes, failed_events
+from mpiscope.trace.reader import RankFile, read_rank_file
+from mpiscope.trace.received import add_recv_bytes
+from mpiscope.trace.requests import link_starts
+from mpiscope.trace.storage import write_table
+from mpiscope.trace.tables import Rows, event_rows, events_frame, nullable, persistent_starts, shift_rows
+
+
+def worker_setup() -> None:
+    """A merging worker process, once at its start: its imports (this module's: Polars, pyarrow,
+    the kernels, ~0.5 s) are done; NumPy's huge pages off for good (machine.small_pages)."""
+    import mpiscope.trace.buckets  # noqa: F401
+
+    small_pages().__enter__()
+
+
+@dataclass(frozen=True)
+class Whole:
+    """What every piece needs to know of the whole trace (small: sent to each worker)."""
+    trace_dir: Path
+    spill: Path
+    calls: CallTable
+    clocks: dict[int, RankClock]
+    dense: dict[int, int]       # communicator gid -> dense id
+    recorded: bool              # every rank file records received bytes
+    buckets: int                # envelope buckets of the matching
+
+
+@dataclass
+class Survey:
+    """What the first pass learned of one piece."""
+    events: int
+    sends: int
+    recvs: int
+    stuck: dict[str, str]
+    windows: dict[int, Window]
+
+
+@dataclass
+class Built:
+    rec: Records
+    rows: Rows
+    starts: Rows
+    windows: dict[int, Window]
+    p2p: P2P
+
+
+def build(whole: Whole, ranks: list[int], sides: bool) -> Built:
+    """The records, event rows and persistent starts of a piece (event ids from 0)."""
+    files = [read_rank_file(whole.trace_dir / "raw" / f"rank-{r:06d}.msc", whole.calls.known()) for r in ranks]
+    rec, _ = build_records(files, whole.calls, whole.clocks, whole.dense)
+    links = link_starts(rec)
+    windows = gap_windows(files, rec, links)
+    _release(files)
+    starts = persistent_starts(rec, links, whole.calls)
+    p2p = p2p_sides(rec, links).without(failed_events(rec)) if sides else _no_p2p()
+    rows = event_rows(rec, links, whole.calls)
+    add_recv_bytes(rec, rows, starts, starts["record"], whole.recorded)
+    add_outcomes(rec, rows)
+    return Built(rec, rows, starts, windows, p2p)
+
+
+def _release(files: list[RankFile]) -> None:
+    for f in files:  # the records are copied into rec: unmap the files (peak memory)
+        f.blocks.clear()
+
+
+def _no_p2p() -> P2P:
+    e = np.zeros(0, np.int64)
+    side = Side(e, e.astype(np.int32), e.astype(np.int32), e.astype(np.int32), e, e)
+    return P2P(side, e, e, side, e, e)
+
+
+def survey(whole: Whole, piece: int, ranks: list[int], shifts: np.ndarray | None) -> Survey:
+    """First pass: spill the piece's sides and collective shares; with `shifts` (a second
+    survey after the clock correction moved ranks), the collective shares only."""
+    b = build(whole, ranks, sides=shifts is None)
+    if shifts is not None:
+        shift_rows(b.rows, shifts)
+        shift_rows(b.starts, shifts)
+    else:
+        _spill_sides(whole, piece, b.p2p)
+    share = partials(coll_rows(b.rows, b.starts), piece)
+    share.write_parquet(whole.spill / f"colls-{piece:06d}.parquet")
+    stuck = _stuck_calls(b.rec, whole.calls)
+    return Survey(int(b.rows["event"].size), b.p2p.sends.size, b.p2p.recvs.size, stuck, b.windows)
+
+
+def _stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
+    """The call each rank (thread) was inside when its recording ended."""
+    idx = np.flatnonzero((rec.t_leave < 0) & (rec.call >= FIRST_TABLE_ID))
+    return {f"{rec.rank[i]}.{rec.thread[i]}": calls.names[rec.call[i]] for i in idx
+            if calls.names[rec.call[i]] not in ("MPI_Finalize", "MPI_Session_finalize")}
+
+
+def bucket_of(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, buckets: int) -> np.ndarray:
+    """The matching bucket of each envelope: every message of one (comm, src, dst) in one bucket."""
+    key: np.ndarray = (comm.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) \
+        ^ (src.astype(np.uint64) << np.uint64(21)) ^ dst.astype(np.uint64)
+    key = (key ^ (key >> np.uint64(29))) * np.uint64(0xBF58476D1CE4E5B9)
+    bucket: np.ndarray = (key >> np.uint64(32)) % np.uint64(buckets)
+    return bucket
+
+
+def _spill_sides(whole: Whole, piece: int, p: P2P) -> None:
+    """Each side's rows by bucket: one record batch per bucket, in one Arrow file per piece."""
+    for name, side, nbytes, leave in (("sends", p.sends, p.send_bytes, p.send_leave),
+                                      ("recvs", p.recvs, p.recv_bytes, p.recv_leave)):
+        bucket = bucket_of(side.comm, side.src, side.dst, whole.buckets)
+        order = np.argsort(bucket, kind="stable")
+        table = pa.table({"comm": side.comm[order], "src": side.src[order], "dst": side.dst[order],
+                          "tag": side.tag[order], "posted": side.posted[order], "event": side.event[order],
+                          "bytes": nbytes[order], "leave": leave[order]})
+        bounds = np.searchsorted(bucket[order], np.arange(whole.buckets + 1))
+        path = whole.spill / f"{name}-{piece:06d}.arrow"
+        with pa.OSFile(str(path), "wb") as sink, \
+                pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
+            for i in range(whole.buckets):
+                w.write_batch(table.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i])).to_batches(
+                    max_chunksize=None)[0] if bounds[i + 1] > bounds[i] else _empty_batch(table.schema))
+
+
+def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=schema)
+
+
+def read_bucket(whole: Whole, name: str, bucket: int, pieces: int) -> pa.Table:
+    """One bucket's rows of one side, from every piece's spill, in piece order."""
+    batches = []
+    for piece in range(pieces):
+        with pa.memory_map(str(whole.spill / f"{name}-{piece:06d}.arrow")) as source:
+            batches.append(pa.ipc.open_file(source).get_batch(bucket))
+    return pa.Table.from_batches(batches).combine_chunks()
+
+
+def write_events(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, coll_keys: np.ndarray,
+                 coll_ids: np.ndarray, path: Path) -> int:
+    """Second pass: the piece's part of events/ at `path`, with event ids from `offset`, clock
+    shifts and collective ids; returns its first entry time (ns; max int64 without events)."""
+    b = build(whole, ranks, sides=False)
+    rows = b.rows
+    rows["event"] += offset
+    rows["completed_by"] = np.where(rows["completed_by"] >= 0, rows["completed_by"] + offset, -1)
+    shift_rows(rows, shifts)
+    del b
+    coll_id = _coll_ids(rows, coll_keys, coll_ids)
+    frame = events_frame(rows, whole.calls, whole.trace_dir).with_columns(
+        nullable(coll_id, coll_id >= 0, "coll_id"))
+    write_table(frame, path)
+    return int(rows["t_enter"].min()) if rows["t_enter"].size else np.iinfo(np.int64).max
+
+
+def _coll_ids(rows: Rows, keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The instance of each collective row: (comm, sequence number) looked up in the sorted keys."""
+    idx = np.flatnonzero((rows["role"] == ROLE["coll"]) & (rows["comm"] >= 0) & (rows["rc"] == 0))
+    key = ((rows["comm"][idx].astype(np.int64) << 32) + (rows["tag"][idx].astype(np.int64) & 0xffffffff)).view(
+        np.uint64)
+    pos = np.minimum(np.searchsorted(keys, key), max(keys.size - 1, 0))
+    coll_id = np.full(rows["event"].size, -1, np.int64)
+    if keys.size:
+        found = keys[pos] == key
+        coll_id[idx[found]] = ids[pos[found]]
+    return coll_id
+
+
+def write_spilled(table: pl.DataFrame, path: Path) -> None:
+    """A temporary table of the merge (feather: no encoding to pay for, read once)."""
+    feather.write_feather(table.to_arrow(), str(path), compression="lz4")

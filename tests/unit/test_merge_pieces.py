@@ -1,0 +1,165 @@
+"""The merge in pieces (bounded.py) gives the in-memory merge's tables, row for row, on the
+checked-in raw traces (threads, wildcards, every send mode, RMA, communicators, pauses,
+cut-off ranks, clock skew the merge shifts away): with a budget that forces several pieces,
+on worker processes, and removing the raw files as it goes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from mpiscope.errors import UsageError
+from mpiscope.trace import merge, open_trace
+from mpiscope.trace.merge import BASE_BYTES, PEAK_BYTES_PER_RECORD, merge_trace
+from mpiscope.trace.reader import rank_files, read_rank_file
+
+DATA = Path(__file__).parent.parent / "data" / "merge"
+SAME_MANIFEST = ("counts", "ranks", "t0_ns", "warnings", "unfinished_calls", "truncated_ranks", "clock",
+                 "missing_ranks", "rank_states")
+
+
+def tables(path: Path) -> dict[str, pl.DataFrame]:
+    """What open_trace returns, messages in send-event order (a merge in pieces sorts them by
+    send time within each part)."""
+    t = open_trace(path, merge=False)
+    return {"events": t.events().collect(), "messages": t.messages().collect().sort("send_event"),
+            "collectives": t.collectives().collect(), "comms": t.comms().collect()}
+
+
+def assert_same_merge(a: Path, b: Path) -> None:
+    other = tables(b)
+    for name, frame in tables(a).items():
+        assert frame.columns == other[name].columns, name
+        assert_frame_equal(frame, other[name], categorical_as_str=True)
+    ma, mb = (json.loads((p / "manifest.json").read_text()) for p in (a, b))
+    assert {k: ma.get(k) for k in SAME_MANIFEST} == {k: mb.get(k) for k in SAME_MANIFEST}
+
+
+def copy(src: Path, dest: Path) -> Path:
+    subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dest)], check=True)
+    return dest
+
+
+def budget_for(trace: Path, pieces_of_largest: float = 1.05) -> int:
+    """A --memory that holds the largest rank's records in one piece and little more."""
+    largest = max(read_rank_file(p, 4096).size for p in rank_files(trace))
+    return int(BASE_BYTES + pieces_of_largest * largest * PEAK_BYTES_PER_RECORD) + 1
+
+
+@pytest.fixture
+def extracted(tmp_path: Path):
+    def get(name: str) -> Path:
+        out = tmp_path / name
+        with tarfile.open(DATA / name / "trace.tar.xz") as tar:
+            tar.extractall(out, filter="data")
+        return out
+    return get
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.iterdir()))
+def test_pieces_equal_in_memory(extracted, tmp_path: Path, name: str) -> None:
+    whole = extracted(name)
+    pieces = copy(whole, tmp_path / "pieces")
+    merge_trace(whole)
+    merge_trace(pieces, memory=budget_for(pieces))
+    how = json.loads((pieces / "manifest.json").read_text())["merge"]
+    assert how["pieces"] >= 2 and how["buckets"] >= 1, how
+    assert (pieces / "events").is_dir() and not (pieces / "events.parquet").exists()
+    assert not (pieces / ".merge-spill").exists()
+    assert_same_merge(whole, pieces)
+
+
+def test_workers_and_delete_raw(extracted, tmp_path: Path) -> None:
+    """skew5: a rank is shifted; two worker processes; each rank file removed once merged."""
+    whole = extracted("skew5")
+    pieces = copy(whole, tmp_path / "pieces")
+    merge_trace(whole)
+    result = merge_trace(pieces, memory=8 << 30, workers=2, delete_raw=True)
+    assert any("shifted" in w for w in result.warnings)
+    assert json.loads((pieces / "manifest.json").read_text())["merge"]["workers"] == 2
+    assert not list((pieces / "raw").glob("*.msc"))
+    assert_same_merge(whole, pieces)
+
+
+def test_merged_again_in_memory_replaces_the_dataset(extracted) -> None:
+    trace = extracted("threads")
+    merge_trace(trace, memory=budget_for(trace))
+    assert (trace / "events").is_dir()
+    merge_trace(trace)
+    assert (trace / "events.parquet").is_file() and not (trace / "events").exists()
+    assert open_trace(trace).events().select(pl.len()).collect().item() == 1809
+
+
+def test_budget_too_small_says_what_it_needs(extracted) -> None:
+    trace = extracted("threads")
+    merge_trace(trace)
+    before = (trace / "events.parquet").read_bytes()
+    with pytest.raises(UsageError) as e:
+        merge_trace(trace, memory=BASE_BYTES + 1000)
+    assert "needs at least" in str(e.value) and "--memory" in str(e.value) and "\n" not in str(e.value)
+    assert (trace / "events.parquet").read_bytes() == before
+
+
+def test_disk_without_room(extracted, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = extracted("threads")
+    merge_trace(trace)
+    before = (trace / "events.parquet").read_bytes()
+    monkeypatch.setattr(merge.shutil, "disk_usage", lambda _: shutil._ntuple_diskusage(1 << 30, 1 << 30, 1000))
+    with pytest.raises(UsageError) as e:
+        merge_trace(trace)
+    assert "free disk space" in str(e.value) and "\n" not in str(e.value)
+    assert (trace / "events.parquet").read_bytes() == before
+
+
+def test_diagnosis_too_big_for_memory_says_so(extracted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verb that holds every event in memory refuses, in one sentence, a trace this machine
+    cannot hold; stats streams any size."""
+    from mpiscope.analysis import diagnose, frames
+    from mpiscope.analysis.stats import summarize
+
+    trace = extracted("threads")
+    merge_trace(trace, memory=budget_for(trace))
+    monkeypatch.setattr(frames, "available_memory", lambda: 1000)
+    with pytest.raises(UsageError) as e:
+        diagnose.diagnose(open_trace(trace))
+    assert "mpiscope stats" in str(e.value) and "\n" not in str(e.value)
+    assert int(summarize(open_trace(trace)).per_rank["calls"].sum()) == 1809
+
+
+def test_merged_with_delete_raw_cannot_merge_again(extracted) -> None:
+    trace = extracted("wildcard")
+    merge_trace(trace, delete_raw=True)
+    assert not list((trace / "raw").glob("*.msc"))
+    with pytest.raises(UsageError) as e:
+        merge_trace(trace)
+    assert "--delete-raw" in str(e.value) and "\n" not in str(e.value)
+    assert open_trace(trace).events().select(pl.len()).collect().item() == 38
+
+
+def test_disk_full_during_merge_in_pieces(extracted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails half-way (ENOSPC) is one sentence; the earlier tables stay, nothing
+    temporary is left behind."""
+    import errno
+
+    from mpiscope.trace import pieces
+
+    trace = extracted("threads")
+    merge_trace(trace)
+    before = (trace / "events.parquet").read_bytes()
+
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pieces, "write_table", full)
+    with pytest.raises(UsageError) as e:
+        merge_trace(trace, memory=budget_for(trace))
+    assert "No space left" in str(e.value) and "\n" not in str(e.value)
+    assert (trace / "events.parquet").read_bytes() == before
+    assert not [p.name for p in trace.iterdir() if p.name.startswith(".")]
