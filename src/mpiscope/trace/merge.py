@@ -30,11 +30,11 @@ from mpiscope.trace.bcast import bcast_swaps
 from mpiscope.trace.bounded import SPILL, merge_in_pieces, plan, raw_records, remove_raw
 from mpiscope.trace.buckets import lost_sentence, refused_sentence
 from mpiscope.trace.clocks import ShiftBounds, causality_shifts, clock_problem, rank_clocks, shift_bounds
-from mpiscope.trace.columns import FIRST_TABLE_ID, CallTable, Records, build_records, comm_table
+from mpiscope.trace.columns import CallTable, Records, build_records, comm_table
 from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
 from mpiscope.trace.match import P2P, p2p_sides, reorder_threads
 from mpiscope.trace.outcomes import add_outcomes, failed_events
-from mpiscope.trace.pieces import Whole, worker_setup
+from mpiscope.trace.pieces import Whole, stuck_calls, worker_setup
 from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
 from mpiscope.trace.received import add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
@@ -73,13 +73,6 @@ def _unfinished(files: list[RankFile]) -> list[str]:
             by_state.setdefault(what, []).append(f.rank)
     return [f"rank{'s' if len(r) > 1 else ''} {', '.join(map(str, r))}: recording ended early ({what}); "
             f"read up to the last record" for what, r in by_state.items()]
-
-
-def _stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
-    """The call each rank (thread) was inside when its recording ended."""
-    idx = np.flatnonzero((rec.t_leave < 0) & (rec.call >= FIRST_TABLE_ID))
-    return {f"{rec.rank[i]}.{rec.thread[i]}": calls.names[rec.call[i]] for i in idx
-            if calls.names[rec.call[i]] not in ("MPI_Finalize", "MPI_Session_finalize")}
 
 
 DEFAULT_MEMORY = 4 << 30
@@ -231,7 +224,7 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
     for f in files:  # the records are copied into rec: unmap the files (peak memory)
         f.blocks.clear()
     nranks = _world(files, missing)
-    stuck = _stuck_calls(rec, calls)
+    stuck = stuck_calls(rec, calls)
     starts = persistent_starts(rec, links, calls)
     recorded = all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files)
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
-from pyarrow import feather
 
 from mpiscope.machine import small_pages
 from mpiscope.trace.clocks import RankClock
@@ -110,11 +108,11 @@ def survey(whole: Whole, piece: int, ranks: list[int], shifts: np.ndarray | None
         _spill_sides(whole, piece, b.p2p)
     share = partials(coll_rows(b.rows, b.starts), piece)
     share.write_parquet(whole.spill / f"colls-{piece:06d}.parquet")
-    stuck = _stuck_calls(b.rec, whole.calls)
+    stuck = stuck_calls(b.rec, whole.calls)
     return Survey(int(b.rows["event"].size), b.p2p.sends.size, b.p2p.recvs.size, stuck, b.windows)
 
 
-def _stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
+def stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
     """The call each rank (thread) was inside when its recording ended."""
     idx = np.flatnonzero((rec.t_leave < 0) & (rec.call >= FIRST_TABLE_ID))
     return {f"{rec.rank[i]}.{rec.thread[i]}": calls.names[rec.call[i]] for i in idx
@@ -189,8 +187,3 @@ def _coll_ids(rows: Rows, keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
         found = keys[pos] == key
         coll_id[idx[found]] = ids[pos[found]]
     return coll_id
-
-
-def write_spilled(table: pl.DataFrame, path: Path) -> None:
-    """A temporary table of the merge (feather: no encoding to pay for, read once)."""
-    feather.write_feather(table.to_arrow(), str(path), compression="lz4")
