@@ -48,13 +48,15 @@ from proctree import children  # bench/: the directory of the script is on sys.p
 
 from mpiscope import __version__, output
 from mpiscope.trace import record as R
+from mpiscope.trace.merge import SPILL_BYTES_PER_RECORD, TABLE_BYTES_PER_RECORD
 from mpiscope.trace.synthetic import HALO_PER_ITER
 
 # Disk a size needs beside its raw files, per record: what the merge itself asks to find free
 # before it starts (trace/merge.py, _check_disk: its tables, at most 12 B per record, and the
 # sides and collective shares a merge in pieces spills, 40 B per record).
-MERGE_DISK_BYTES_PER_RECORD = 12 + 40
+MERGE_DISK_BYTES_PER_RECORD = TABLE_BYTES_PER_RECORD + SPILL_BYTES_PER_RECORD
 SAMPLE_S = 0.02
+DELETE_RAW = False  # --delete-raw
 TARGET_EVENTS_PER_S = {10_000_000: 5e6, 1_000_000_000: 3e6}  # by nominal size; none at 100 M
 UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30,
          "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
@@ -189,6 +191,7 @@ class Config:
             env = launcher_env(os.environ.copy())
             env.setdefault("HYDRA_LAUNCHER", "fork")
             return [find_launcher() or "mpiexec", "-n", str(self.workers + 1), *cmd], env
+        cmd += ["--delete-raw"] if DELETE_RAW else []
         return cmd + (["--workers", str(self.workers)] if "--workers" in flags else []), None
 
 
@@ -275,8 +278,9 @@ def bench_size(size: Size, configs: list[Config], args: argparse.Namespace, flag
 def disk_short(size: Size) -> tuple[int, int, int]:
     """(bytes needed, bytes free, bytes short) for generating and merging `size` where it goes."""
     kept = (size.trace / "manifest.json").is_file()
+    per_record = SPILL_BYTES_PER_RECORD if DELETE_RAW else MERGE_DISK_BYTES_PER_RECORD  # tables replace raw
     need = (0 if kept else raw_bytes_needed(size.nominal, size.ranks)) + \
-        rank_records(size.nominal, size.ranks) * size.ranks * MERGE_DISK_BYTES_PER_RECORD
+        rank_records(size.nominal, size.ranks) * size.ranks * per_record
     free = shutil.disk_usage(size.trace.parent).free
     return need, free, max(0, need - free)
 
@@ -295,6 +299,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--flags", choices=("auto", "on", "off"), default="auto",
                     help="pass --memory/--workers to merge: if its --help lists them (auto), always, never")
     ap.add_argument("--no-stats", action="store_true", help="skip mpiscope stats on the merged traces")
+    ap.add_argument("--delete-raw", action="store_true",
+                    help="merge with --delete-raw (for a size whose raw files and tables do not fit the disk "
+                         "together): one merge per size, with the first --workers value")
     ap.add_argument("--json", metavar="FILE", help="write the figures as JSON (- for stdout)")
     args = ap.parse_args()
     try:
@@ -306,6 +313,9 @@ def parse_args() -> argparse.Namespace:
     args.worker_list = [int(w) for w in args.workers.split(",")]
     if args.repeat < 1 or (args.mpiexec is not None and args.mpiexec < 2):
         ap.error("--repeat must be >= 1 and --mpiexec >= 2")
+    if args.delete_raw:  # the raw files are gone after one merge
+        global DELETE_RAW
+        DELETE_RAW, args.worker_list, args.repeat, args.mpiexec = True, args.worker_list[:1], 1, None
     return args
 
 
