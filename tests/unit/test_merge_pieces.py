@@ -47,10 +47,11 @@ def copy(src: Path, dest: Path) -> Path:
     return dest
 
 
-def budget_for(trace: Path, pieces_of_largest: float = 1.05) -> int:
-    """A --memory that holds the largest rank's records in one piece and little more."""
+def budget_for(trace: Path, workers: int = 1, base: int = BASE_BYTES) -> int:
+    """A --memory that holds the largest rank's records in one piece on each worker, and little more."""
     largest = max(read_rank_file(p, 4096).size for p in rank_files(trace))
-    return int(BASE_BYTES + pieces_of_largest * largest * PEAK_BYTES_PER_RECORD) + 1
+    per_worker = int(1.05 * largest * PEAK_BYTES_PER_RECORD) + (base if workers > 1 else 0)
+    return base + workers * per_worker + 1
 
 
 @pytest.fixture
@@ -76,12 +77,15 @@ def test_pieces_equal_in_memory(extracted, tmp_path: Path, name: str) -> None:
     assert_same_merge(whole, pieces)
 
 
-def test_workers_and_delete_raw(extracted, tmp_path: Path) -> None:
-    """skew5: a rank is shifted; two worker processes; each rank file removed once merged."""
+def test_workers_and_delete_raw(extracted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """skew5: a rank is shifted; two worker processes; each rank file removed once merged. (A
+    trace this small fits any budget that holds two worker processes: the processes' own
+    memory is taken as 64 KiB here, so that the budget splits it.)"""
     whole = extracted("skew5")
     pieces = copy(whole, tmp_path / "pieces")
     merge_trace(whole)
-    result = merge_trace(pieces, memory=8 << 30, workers=2, delete_raw=True)
+    monkeypatch.setattr(merge, "BASE_BYTES", 1 << 16)
+    result = merge_trace(pieces, memory=budget_for(pieces, workers=2, base=1 << 16), workers=2, delete_raw=True)
     assert any("shifted" in w for w in result.warnings)
     assert json.loads((pieces / "manifest.json").read_text())["merge"]["workers"] == 2
     assert not list((pieces / "raw").glob("*.msc"))
@@ -163,3 +167,10 @@ def test_disk_full_during_merge_in_pieces(extracted, monkeypatch: pytest.MonkeyP
     assert "No space left" in str(e.value) and "\n" not in str(e.value)
     assert (trace / "events.parquet").read_bytes() == before
     assert not [p.name for p in trace.iterdir() if p.name.startswith(".")]
+
+
+def test_workers_on_a_trace_that_fits_merge_in_one_pass(extracted) -> None:
+    trace = extracted("wildcard")
+    merge_trace(trace, workers=2)
+    assert json.loads((trace / "manifest.json").read_text())["merge"] == {"pieces": 1, "buckets": 1, "workers": 1}
+    assert (trace / "events.parquet").is_file()
