@@ -131,7 +131,7 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         tasks.map(survey, [(whole, i, ranks, shifts) for i, ranks in enumerate(p.pieces)])
     if shifts.any() or not feasible:
         tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
-    colls, keys, ids = assemble(pl.scan_parquet(sorted(spill.glob("colls-*.parquet"))), comms, whole.calls)
+    colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
     events_dir = _fresh(trace_dir / ".events.tmp")
     firsts = tasks.map(_write_piece, [(whole, ranks, int(offsets[i]), shifts, keys, ids,
                                        events_dir / f"part-{i:06d}.parquet", delete_raw)

@@ -92,7 +92,7 @@ def merge_trace(trace_dir: Path, memory: int | None = None, workers: int = 1,
 # of peak RSS for 10 M records (with the events' count, inside_ns and rc columns),
 # of which ~0.2 GiB is the interpreter and libraries.
 PEAK_BYTES_PER_RECORD = 210
-BASE_BYTES = 300 << 20      # a merging process before it reads a record (interpreter, Polars, pyarrow)
+BASE_BYTES = 400 << 20      # a merging process before it reads a record (interpreter, Polars, pyarrow), with margin
 SIDE_BYTES = 120            # matching, per send or receive of a bucket
 # Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
 # 0.5-1.2 on the generated halo) and what a merge in pieces spills (the sides of its messages, at most
