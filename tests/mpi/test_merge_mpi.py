@@ -10,15 +10,16 @@ import sys
 
 import pytest
 from tests.conftest import MPICH
-from tests.unit.test_merge_pieces import assert_same_merge, budget_for, copy
+from tests.unit.test_merge_pieces import assert_same_merge, budget_for, copy, in_pieces_only
 
 from mpiscope.trace.merge import merge_trace
 
 
 @pytest.mark.parametrize("name,ranks,args", [("halo", 4, []), ("nbc", 4, []), ("threads", 2, [])])
-def test_recorded_pieces_equal_in_memory(run_traced, tmp_path, name, ranks, args) -> None:
+def test_recorded_pieces_equal_in_memory(run_traced, tmp_path, name, ranks, args, monkeypatch) -> None:
     whole = run_traced(name, ranks, args=args).path
     pieces = copy(whole, tmp_path / "pieces")
+    in_pieces_only(monkeypatch)
     merge_trace(pieces, memory=budget_for(pieces))
     assert json.loads((pieces / "manifest.json").read_text())["merge"]["pieces"] >= 2
     assert_same_merge(whole, pieces)

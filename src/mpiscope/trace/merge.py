@@ -93,7 +93,11 @@ def merge_trace(trace_dir: Path, memory: int | None = None, workers: int = 1,
 # of which ~0.2 GiB is the interpreter and libraries.
 PEAK_BYTES_PER_RECORD = 210
 BASE_BYTES = 400 << 20      # a merging process before it reads a record (interpreter, Polars, pyarrow), with margin
-SIDE_BYTES = 120            # matching, per send or receive of a bucket
+# A merge in pieces, measured on the generated halo (100 M records, a rank per piece, 32 buckets): a
+# piece's second pass peaked at 370-390 bytes per record (rows built again beside the events frame
+# and its encoded copy), matching at 257 per send or receive of its bucket.
+PIECE_BYTES_PER_RECORD = 400
+SIDE_BYTES = 280
 # Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
 # 0.5-1.2 on the generated halo) and what a merge in pieces spills (the sides of its messages, at most
 # 52 B a side before lz4 compresses it: 5 B per record on the generated halo).
@@ -163,8 +167,8 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
     n = Tasks.count(workers)
     per_worker = (budget - BASE_BYTES) // n - (BASE_BYTES if n > 1 else 0)
     largest = max(records.values(), default=0)
-    if largest * PEAK_BYTES_PER_RECORD > per_worker:
-        need = BASE_BYTES + n * (largest * PEAK_BYTES_PER_RECORD + (BASE_BYTES if n > 1 else 0))
+    if largest * PIECE_BYTES_PER_RECORD > per_worker:
+        need = BASE_BYTES + n * (largest * PIECE_BYTES_PER_RECORD + (BASE_BYTES if n > 1 else 0))
         raise UsageError(f"merging {trace_dir} needs at least {need / 2**30:.2f} GiB of memory ({largest:,} records "
                          f"of one rank in one piece, on {n} process{'es' if n > 1 else ''}) and it may take "
                          f"{budget / 2**30:.2f} GiB (--memory, within what the machine has available); give a "
@@ -177,7 +181,7 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
-                 PEAK_BYTES_PER_RECORD, SIDE_BYTES)
+                 PIECE_BYTES_PER_RECORD, SIDE_BYTES)
         whole = dataclasses.replace(whole, buckets=p.buckets)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
