@@ -182,3 +182,12 @@ def test_workers_on_a_trace_that_fits_merge_in_one_pass(extracted) -> None:
     merge_trace(trace, workers=2)
     assert json.loads((trace / "manifest.json").read_text())["merge"] == {"pieces": 1, "buckets": 1, "workers": 1}
     assert (trace / "events.parquet").is_file()
+
+
+@pytest.mark.parametrize("args,says", [(["--memory", "4XB"], "is not a size"), (["--workers", "0"], "--workers 0")])
+def test_merge_options_bad_input(extracted, args: list[str], says: str) -> None:
+    from tests.conftest import mpiscope_cli
+
+    done = mpiscope_cli(["merge", str(extracted("wildcard")), *args])
+    assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
