@@ -30,16 +30,20 @@ enum { SEARCH = 0, TRIAL = 1, UNDONE = 2 };
 int msc_bc_optimiser_init(struct msc_bc_optimiser *o, int size, const struct msc_bc_params *p)
 {
     memset(o, 0, sizeof *o);
-    o->cands = malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
+    size_t n = (size_t)(size > 0 ? size : 1);
+    o->cands = malloc(sizeof(int) * n);
+    o->base = calloc(n, sizeof(double));
     o->tabu = -1;
     o->interval = p->interval;
-    return o->cands ? 0 : -1;
+    return o->cands && o->base ? 0 : -1;
 }
 
 void msc_bc_optimiser_free(struct msc_bc_optimiser *o)
 {
     free(o->cands);
+    free(o->base);
     o->cands = NULL;
+    o->base = NULL;
 }
 
 /* Candidate order (000 §4.3): most sends first (= earliest receive step),
@@ -70,9 +74,18 @@ static int search(struct msc_bc_optimiser *o, const double *vals, const struct m
     if (wmax < 0) return 0;
     double eps = fmax(p->eps_frac * vals[wmax], p->eps_min_s);
     if (vals[wmax] <= eps) return 0;
+    /* A zero-wait process is a late one: the swap moves it to W_max's
+     * position, never to one with more sends (the paper does not say; its
+     * candidate order prefers the late processes nearest the root, and its
+     * Fig. 6 swaps all move them outwards). Where the waits are noise (an
+     * oversubscribed machine, a late process already at a leaf) the late
+     * process is often the only zero-wait one, and moving it inwards, to the
+     * noise's position, delays a subtree again. */
+    int wsends = msc_bc_sends(msc_bc_position(t, wmax, root), t->size);
     o->ncands = 0;
     for (int r = 0; r < t->size; r++)
-        if (r != root && r != wmax && vals[r] <= eps) o->cands[o->ncands++] = r;
+        if (r != root && r != wmax && vals[r] <= eps && msc_bc_sends(msc_bc_position(t, r, root), t->size) >= wsends)
+            o->cands[o->ncands++] = r;
     if (!o->ncands) return 0;
     sort_tab = t;
     sort_root = root;
@@ -102,17 +115,45 @@ static void interval_next(struct msc_bc_optimiser *o, double total, const struct
     o->have_prev = 1;
 }
 
+/* How much a swap on trial changed the total wait: the sum, over the
+ * processes that measured on the trial's table, of the value minus the one
+ * measured on the table before it. A process that reported nothing since
+ * has not changed by the reporting threshold, and counts as unchanged; a
+ * report measured before the trial that arrives late (000 §5.2: the root
+ * runs ahead of the profiles) corrects the value before, rather than
+ * counting as the trial's. Judged on totals alone, such a late report, or
+ * one measured on a trial already undone, reads as a change the trial made. */
+static double trial_change(struct msc_bc_optimiser *o, const double *vals, const uint64_t *when, int size,
+                           int root)
+{
+    double change = 0;
+    for (int r = 0; r < size; r++) {
+        if (r == root) continue;
+        if (when && when[r] < o->base_since) o->base[r] = vals[r];
+        else if (!when || when[r] >= o->since) change += vals[r] - o->base[r];
+    }
+    return change;
+}
+
 void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, const uint64_t *when, struct msc_bc_table *t,
                    int root, uint64_t next, const struct msc_bc_params *p, struct msc_bc_decision *d,
                    double *total_s)
 {
     double total = 0;
-    int fresh = when == NULL;
+    int fresh = when == NULL, unheard = 0;
     for (int r = 0; r < t->size; r++) {
         if (r == root) continue;
         total += vals[r];
         fresh |= when && when[r] >= o->since;
+        unheard |= when && when[r] == 0;
     }
+    /* The first search waits for every process's first value (each reports
+     * its first measurement, even a zero): a process that has not yet
+     * reported reads as zero wait, and a trial judged against such a base
+     * takes the late report, or a later one that overwrote it, for a rise
+     * it caused. A process that never reports (always the root, say) holds
+     * it up for three optimisations at most. */
+    if (unheard && o->swaps == 0 && o->held < 3) fresh = 0;
     /* A swap on trial is judged on the value its W_max process measured on
      * the new table: that process's wait is what the swap set out to cut,
      * and with 000's i = 1 and 50 % threshold a wait that falls to almost
@@ -138,7 +179,7 @@ void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, const uint64_
     o->held = 0;
     /* Step 4: a trial that raised the total is undone (one operation), and
      * the next candidate is tried at the next optimisation. */
-    if (o->phase == TRIAL && total > o->base_total) {
+    if (o->phase == TRIAL && trial_change(o, vals, when, t->size, root) > 0) {
         d->op = MSC_BC_UNDO;
         d->a = o->a;
         d->b = o->b;
@@ -163,6 +204,8 @@ void msc_bc_decide(struct msc_bc_optimiser *o, const double *vals, const uint64_
             d->a = o->wmax;
             d->b = o->cands[0];
             o->base_total = total;
+            memcpy(o->base, vals, sizeof(double) * (size_t)t->size);
+            o->base_since = next;
             o->phase = TRIAL;
         }
     }
@@ -207,15 +250,17 @@ static void report(struct msc_bc_state *s, double val)
 void msc_bc_profile(struct msc_bc_state *s, double wait_s, const struct msc_bc_params *p)
 {
     if (wait_s < 0) return;
-    double val;
     if (!s->measured) {
-        val = wait_s; /* no previous value: the first measurement stands */
+        /* No previous value: the first measurement stands, and is sent
+         * whatever it is, so that the optimiser knows it has every value. */
         s->measured = 1;
-    } else {
-        /* 000 eq. (1): NewVal = ((2^i - 1) PreVal + Wait) / 2^i */
-        double w = ldexp(1.0, p->weight);
-        val = ((w - 1) * s->val + wait_s) / w;
+        s->val = s->sent = wait_s;
+        if (p->stable) s->hist[s->nhist++ % 3] = wait_s;
+        report(s, wait_s);
+        return;
     }
+    /* 000 eq. (1): NewVal = ((2^i - 1) PreVal + Wait) / 2^i */
+    double w = ldexp(1.0, p->weight), val = ((w - 1) * s->val + wait_s) / w;
     if (p->stable) {
         /* 000 §5.2: three measurements in a row that agree within 6.25 %
          * give their arithmetic mean. */

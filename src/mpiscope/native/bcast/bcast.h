@@ -85,6 +85,8 @@ struct msc_bc_optimiser {
     int *cands;          /* its zero-wait candidates, best first */
     int ncands, next;
     double base_total;   /* total wait before the trial */
+    double *base;        /* each process's value measured on the table before the trial */
+    uint64_t base_since; /* first broadcast on the trial's table (of the first candidate) */
     double prev_total;   /* total wait at the previous optimisation */
     int have_prev;
     uint64_t since;      /* first broadcast on the table of the last operation */
