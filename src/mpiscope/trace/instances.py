@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope.trace.columns import ROLE, CallTable
+from mpiscope.trace.match import COLLECTIVE_COLUMNS
 from mpiscope.trace.tables import Rows, nullable
 
 _KIND_BIT, _PIECE_BIT = 62, 40  # a row's place in that order: kind (0 rows, 1 starts), piece, position
@@ -106,7 +107,6 @@ def assemble(shares: list[Path], comms: pl.DataFrame, calls: CallTable) -> tuple
     order = np.argsort(key)
     table = (whole.with_columns(calls.series(whole["call"].to_numpy()), pl.col("calls_seen").cast(pl.UInt32))
              .join(comms.select("comm", "comm_size"), on="comm", how="left")
-             .select("coll_id", "call", "comm", "root", "bytes", "recv_bytes", "ranks", "comm_size", "calls_seen",
-                     "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
+             .select(COLLECTIVE_COLUMNS)
              .sort("coll_id"))
     return table, key[order], whole["coll_id"].to_numpy()[order]

@@ -85,6 +85,11 @@ def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
     return native.match(side(sends), side(recvs))
 
 
+# collectives.parquet's columns, in order (the merge in memory and in pieces: instances.py)
+COLLECTIVE_COLUMNS = ("coll_id", "call", "comm", "root", "bytes", "recv_bytes", "ranks", "comm_size", "calls_seen",
+                      "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
+
+
 def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:
     """rows: coll_id comm call root bytes recv_bytes t_enter_ns t_done_ns, one per rank and
     call of each instance (coll_id). Returns one row per instance; its recv_bytes are null
@@ -106,8 +111,7 @@ def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFr
         )
         .sort("coll_id")
         .join(comm_sizes, on="comm", how="left")
-        .select("coll_id", "call", "comm", "root", "bytes", "recv_bytes", "ranks", "comm_size", "calls_seen",
-                "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
+        .select(COLLECTIVE_COLUMNS)
     )
 
 
