@@ -319,6 +319,12 @@ int msc_bc_reconfigure(struct msc_bc_state *s, int root, MPI_Comm user_comm, con
     if (d.op != MSC_BC_NONE && d.a >= 0 && d.b >= 0 && d.a < s->size && d.b < s->size) {
         msc_bc_table_swap(&s->tab, d.a, d.b);
         s->swaps++;
+        /* A new tree: the next wait starts the evaluation value afresh and is sent
+         * whatever it is. Blended with the waits of the tree before (eq. (1)), it
+         * would show the optimiser a trial's effect late and mixed with the old
+         * tree's, and a good swap undone for the waits it had just removed. */
+        s->measured = 0;
+        s->nhist = 0;
     }
     s->interval = d.interval > 0 ? d.interval : 1;
     s->next_reconf = s->count + (uint64_t)s->interval;
