@@ -1,5 +1,7 @@
 """Make the README's pictures of the report page: the density views of S-CAT's gallery
-(003 Figs. 5, 8-11) and the time-line, from `mpiscope demo`'s reports, in Debian's chromium.
+(003 Figs. 5, 8-11) and the time-line, from `mpiscope demo`'s reports, and the adaptive
+broadcast's section, from examples/bcast_load.c recorded with --bcast adaptive (8 ranks,
+rank 4 sleeping 20 ms before each of 100 broadcasts), in Debian's chromium.
 
     .venv/bin/python docs/images.py [--demo DIR] [--out docs/img]
 
@@ -9,6 +11,7 @@ Records the gallery first (mpiscope demo --out DIR) unless DIR already holds its
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +26,24 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 def open_report(page: Page, html: Path) -> None:
     page.goto(html.resolve().as_uri())
     page.wait_for_function("() => window.mpiscope && window.mpiscope.readyState !== 'loading'", timeout=60_000)
+
+
+def adaptive_bcast_report(out: Path) -> Path:
+    """The report of bcast_load.c run with --bcast adaptive (recorded unless out holds it)."""
+    html = out / "report.html"
+    if html.is_file():
+        return html
+    from mpiscope.mpi.build import compile_program
+    from mpiscope.mpi.find import find_launcher
+
+    src = Path(__file__).resolve().parent.parent / "src" / "mpiscope" / "examples" / "bcast_load.c"
+    prog = compile_program(src, out_dir=out.parent)
+    # waiting ranks yield their core (8 ranks on this machine's 2): MPICH's progress throttle
+    env = {**os.environ, "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+    subprocess.run([sys.executable, "-m", "mpiscope", "run", "--bcast", "adaptive", "--out", str(out), "--force", "--",
+                    find_launcher() or "mpiexec", "-n", "8", str(prog), "100", "256", "20000"], check=True, env=env)
+    subprocess.run([sys.executable, "-m", "mpiscope", "report", str(out), "-o", str(html)], check=True)
+    return html
 
 
 def main() -> int:
@@ -47,6 +68,10 @@ def main() -> int:
         page.locator("#sec-timeline").screenshot(path=str(args.out / "timeline-sor.png"))
         page.set_viewport_size({"width": 1400, "height": 1000})
         page.screenshot(path=str(args.out / "report-sor.png"))
+        open_report(page, adaptive_bcast_report(args.demo / "bcast"))
+        page.set_viewport_size({"width": 1200, "height": 1600})  # the whole section below the page's header
+        page.evaluate("document.getElementById('sec-bcast').scrollIntoView({block: 'center'})")
+        page.locator("#sec-bcast .panel").screenshot(path=str(args.out / "report-bcast.png"))
         browser.close()
     print(f"pictures in {args.out}")
     return 0

@@ -12,6 +12,8 @@ from tests.conftest import MPICH, ROOT, mpiscope_cli
 
 from mpiscope.mpi.build import compile_program
 from mpiscope.mpi.find import lib_dir
+from mpiscope.report import bcast as report_bcast
+from mpiscope.report.bcast import bcast_section
 from mpiscope.trace import open_trace
 
 BCAST_SRC = ROOT / "src" / "mpiscope" / "native" / "bcast"
@@ -44,7 +46,7 @@ def test_optimiser_fig6_four_swaps_to_zero_wait(build_dir):
 
 
 @pytest.mark.mpi(ranks=4)
-def test_adaptive_run_recorded_with_swaps(tmp_path, example):
+def test_adaptive_run_recorded_with_swaps(tmp_path, example, monkeypatch):
     """4 ranks, rank 2 (root 0's first receiver) sleeps before each broadcast: the
     optimiser first swaps it with rank 3, its child, which waited longest; each rank
     records one MPI_Bcast per broadcast and the tree's messages are not user messages."""
@@ -68,6 +70,17 @@ def test_adaptive_run_recorded_with_swaps(tmp_path, example):
     # waits that are noise on 2 shared cores may make the odd swap too; this one is the load's
     key = [x for x in swaps if (x["op"], x["comm"], x["rank_a"], x["rank_b"]) == ("swap", 0, 3, 2)]
     assert key and 2 <= key[0]["bcast"] <= 12 and key[0]["total_wait_ns"] > 0, swaps
+    # the report's section: the swaps, and each broadcast's mean and largest time over its ranks
+    section = bcast_section(t)
+    assert section and section["mode"] == "adaptive" and section["swaps"] == swaps and section["comm"] == 0
+    d = bcasts.sort("t_enter_ns").with_columns(d=pl.col("t_leave_ns") - pl.col("t_enter_ns"))
+    per = d.group_by("coll_id", maintain_order=True).agg(pl.col("d").mean(), pl.col("d").max().alias("mx"))
+    assert section["broadcasts"] == 12 and section["series"]["bcast"] == list(range(1, 13))
+    assert section["series"]["mean_ns"] == per["d"].to_list() and section["series"]["max_ns"] == per["mx"].to_list()
+    monkeypatch.setattr(report_bcast, "MAX_POINTS", 5)  # 12 broadcasts in points of 3
+    few = bcast_section(t)["series"]  # type: ignore[index]
+    assert few["bcast"] == [1, 4, 7, 10] and few["max_ns"] == [max(per["mx"][i:i + 3]) for i in (0, 3, 6, 9)]
+    assert few["mean_ns"] == pytest.approx([sum(per["d"][i:i + 3]) / 3 for i in (0, 3, 6, 9)])
 
 
 @pytest.mark.mpi(ranks=4)

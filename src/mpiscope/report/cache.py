@@ -35,7 +35,7 @@ from mpiscope.report.build import Stages
 from mpiscope.report.density import BINS, bin_input
 from mpiscope.trace import TABLES, Trace, table_files
 
-VERSION = 3  # 3: the events keep rbytes (collectives' received bytes) for the bins
+VERSION = 4  # 3: the events keep rbytes (collectives' received bytes) for the bins; 4: the payload has bcast
 DIR = Path(".mpiscope") / "view"
 LONG_PER_TILE = 8  # a row is long when it lasts more than an event tile's width / 8
 # Bin tiles below the cached pyramid are computed from the calls of their window when every

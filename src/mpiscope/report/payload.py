@@ -18,6 +18,7 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.analysis.stats import ENV_CALLS, Stats
 from mpiscope.errors import UsageError
+from mpiscope.report.bcast import bcast_section
 from mpiscope.report.source import FAMILIES, Vocab
 from mpiscope.trace import Trace
 
@@ -177,6 +178,7 @@ def build(
         "call_family": v.call_family.tolist(),
         "callsites": v.callsites,
         "diagnosis": diagnosis(trace) if with_diagnosis else None,
+        "bcast": bcast_section(trace),
         "baseline": None,
     }
 

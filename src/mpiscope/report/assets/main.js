@@ -87,6 +87,7 @@ MS.boot = async function (hooks) {
   MS.renderTop(data);
   MS.renderStats(data);
   if (data.diagnosis) MS.renderDiagnosis(data, zoom);
+  if (data.bcast) MS.renderBcast(data);
   if (data.baseline) await MS.renderCompare(data, zoom);
 };
 
