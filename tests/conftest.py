@@ -8,6 +8,7 @@ both messages say how to install it.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -38,6 +39,13 @@ def require(condition: bool, what: str, install: str) -> None:
     if IN_CI:
         pytest.fail(message)
     pytest.skip(message)
+
+
+def require_simgrid() -> None:
+    """SimGrid's SMPI (smpicc, smpirun) and its library, as `require` has it."""
+    found = all(shutil.which(t) for t in ("smpirun", "smpicc", "pkg-config")) and subprocess.run(
+        ["pkg-config", "--exists", "simgrid"], check=False).returncode == 0
+    require(found, "SimGrid (smpicc, smpirun, libsimgrid)", "apt-get install libsimgrid-dev")
 
 
 @dataclass(frozen=True)

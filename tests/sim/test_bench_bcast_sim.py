@@ -6,21 +6,17 @@ without load, and ends close to the ideal table."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from typing import Any
 
 import pytest
-from conftest import mpiscope_cli, require
+from conftest import mpiscope_cli, require_simgrid
 
 pytestmark = pytest.mark.smpi
 
 
 @pytest.fixture(scope="module", autouse=True)
 def simgrid() -> None:
-    found = all(shutil.which(t) for t in ("smpirun", "smpicc", "pkg-config")) and subprocess.run(
-        ["pkg-config", "--exists", "simgrid"], check=False).returncode == 0
-    require(found, "SimGrid (smpicc, smpirun, libsimgrid)", "apt-get install libsimgrid-dev")
+    require_simgrid()
 
 
 def simulate(*args: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import EXAMPLES, mpiscope_cli, require
+from tests.conftest import EXAMPLES, mpiscope_cli, require_simgrid
 
 from mpiscope.mapping.mapfile import write_map_csv
 from mpiscope.mapping.metrics import link_loads
@@ -34,9 +33,7 @@ pytestmark = pytest.mark.smpi
 
 @pytest.fixture(scope="module", autouse=True)
 def simgrid() -> None:
-    found = all(shutil.which(t) for t in ("smpirun", "smpicc", "pkg-config")) and subprocess.run(
-        ["pkg-config", "--exists", "simgrid"], check=False).returncode == 0
-    require(found, "SimGrid (smpicc, smpirun, libsimgrid)", "apt-get install libsimgrid-dev")
+    require_simgrid()
 
 
 def sim(*args: str) -> dict[str, Any]:
