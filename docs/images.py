@@ -1,7 +1,7 @@
 """Make the README's pictures of the report page: the density views of S-CAT's gallery
 (003 Figs. 5, 8-11) and the time-line, from `mpiscope demo`'s reports, and the adaptive
-broadcast's section, from examples/bcast_load.c recorded with --bcast adaptive (8 ranks,
-rank 4 sleeping 20 ms before each of 100 broadcasts), in Debian's chromium.
+broadcast's section, from examples/bcast_load.c recorded with --bcast adaptive (4 ranks,
+rank 2 sleeping 20 ms before each of 100 broadcasts), in Debian's chromium.
 
     .venv/bin/python docs/images.py [--demo DIR] [--out docs/img]
 
@@ -38,10 +38,10 @@ def adaptive_bcast_report(out: Path) -> Path:
 
     src = Path(__file__).resolve().parent.parent / "src" / "mpiscope" / "examples" / "bcast_load.c"
     prog = compile_program(src, out_dir=out.parent)
-    # waiting ranks yield their core (8 ranks on this machine's 2): MPICH's progress throttle
+    # waiting ranks yield their core (4 ranks on this machine's 2): MPICH's progress throttle
     env = {**os.environ, "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
     subprocess.run([sys.executable, "-m", "mpiscope", "run", "--bcast", "adaptive", "--out", str(out), "--force", "--",
-                    find_launcher() or "mpiexec", "-n", "8", str(prog), "100", "256", "20000"], check=True, env=env)
+                    find_launcher() or "mpiexec", "-n", "4", str(prog), "100", "256", "20000"], check=True, env=env)
     subprocess.run([sys.executable, "-m", "mpiscope", "report", str(out), "-o", str(html)], check=True)
     return html
 

@@ -55,7 +55,7 @@ MS.charts.bcastSeries = function (host, s, swaps) {
   }
   svg.append(MS.svg("text", { x: (padL + W - padR) / 2, y: H - 6, class: "ax", "text-anchor": "middle", text: "broadcast on the communicator" }));
   if (swaps.length <= MARKS_MAX) {
-    for (const sw of swaps) {
+    for (const sw of swaps.filter((w) => w.bcast <= xmax)) {  // not one decided after the last broadcast
       const undo = sw.op === "undo", xx = x(sw.bcast);
       svg.append(MS.svg("line", { x1: xx, x2: xx, y1: padT, y2: H - padB, class: undo ? "bc-undo" : "bc-swap" },
         MS.svg("title", { text: `from broadcast ${sw.bcast}: ${sw.op} ranks ${sw.rank_a} and ${sw.rank_b} (total wait before ${MS.fmtDur(sw.total_wait_ns)}, next interval ${sw.interval})` })));
