@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import mpiscope_cli, require_simgrid
+from tests.conftest import mpiscope_cli, require_simgrid
 
 pytestmark = pytest.mark.smpi
 
