@@ -28,50 +28,50 @@ def bcast_section(trace: Trace) -> dict[str, Any] | None:
     if mode == "library":
         return None
     swaps: list[dict[str, Any]] = list(recorded.get("swaps", []))
-    per = _per_broadcast(trace.events(), _communicator(trace.events(), swaps))
+    instances = _instances(trace.events())
+    comm = _communicator(instances, swaps)
     return {
         "mode": mode,
         "params": {k: v for k, v in recorded.items() if k not in ("mode", "swaps")},
-        "comm": per["comm"],
-        "broadcasts": per["broadcasts"],
-        "series": per["series"],
+        "comm": comm,
+        **_series(instances.filter(pl.col("comm") == comm) if comm is not None else instances.clear()),
         "swaps": swaps,
     }
 
 
-def _communicator(events: pl.LazyFrame, swaps: list[dict[str, Any]]) -> int | None:
+def _instances(events: pl.LazyFrame) -> pl.DataFrame:
+    """Every MPI_Bcast instance (one scan of the events): its communicator, first entry, and the
+    mean and largest per-process time (ns), in the order they began."""
+    return (events.filter(pl.col("call").cast(pl.Utf8).is_in(BCAST_CALLS) & pl.col("coll_id").is_not_null())
+            .with_columns((pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("d"))
+            .group_by("coll_id")
+            .agg(pl.col("comm").first(), pl.col("t_enter_ns").min().alias("first"),
+                 pl.col("d").mean().alias("mean_ns"), pl.col("d").max().alias("max_ns"))
+            .sort("first", "coll_id")
+            .collect())
+
+
+def _communicator(instances: pl.DataFrame, swaps: list[dict[str, Any]]) -> int | None:
     """The communicator the optimiser swapped on most, else the one with the most broadcasts."""
     if swaps:
         counts: dict[int, int] = {}
         for s in swaps:
             counts[int(s["comm"])] = counts.get(int(s["comm"]), 0) + 1
         return max(counts, key=lambda c: (counts[c], -c))
-    busiest = (events.filter(pl.col("call").cast(pl.Utf8).is_in(BCAST_CALLS)).group_by("comm").len()
-               .sort("len", "comm", descending=[True, False]).head(1).collect())
+    busiest = instances.group_by("comm").len().sort("len", "comm", descending=[True, False]).head(1)
     return int(busiest["comm"][0]) if busiest.height else None
 
 
-def _per_broadcast(events: pl.LazyFrame, comm: int | None) -> dict[str, Any]:
-    """The broadcasts of `comm` in order, each its mean and largest per-process time (ns),
-    in at most MAX_POINTS points (x: the first broadcast of each, from 1)."""
-    empty: dict[str, Any] = {"comm": comm, "broadcasts": 0, "series": {"bcast": [], "mean_ns": [], "max_ns": []}}
-    if comm is None:
-        return empty
-    per = (events.filter(pl.col("call").cast(pl.Utf8).is_in(BCAST_CALLS) & (pl.col("comm") == comm)
-                         & pl.col("coll_id").is_not_null())
-           .with_columns((pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("d"))
-           .group_by("coll_id")
-           .agg(pl.col("t_enter_ns").min().alias("first"), pl.col("d").mean().alias("mean_ns"),
-                pl.col("d").max().alias("max_ns"))
-           .sort("first", "coll_id")
-           .collect())
+def _series(per: pl.DataFrame) -> dict[str, Any]:
+    """One communicator's broadcasts in at most MAX_POINTS points (x: the first broadcast of
+    each, from 1): the mean of their means, the largest of their largest times."""
     n = per.height
     if not n:
-        return empty
+        return {"broadcasts": 0, "series": {"bcast": [], "mean_ns": [], "max_ns": []}}
     width = -(-n // MAX_POINTS)
     points = (per.with_row_index("i").with_columns((pl.col("i") // width).alias("bin"))
               .group_by("bin", maintain_order=True)
               .agg((pl.col("i").first() + 1).alias("bcast"), pl.col("mean_ns").mean(), pl.col("max_ns").max()))
-    return {"comm": comm, "broadcasts": n,
+    return {"broadcasts": n,
             "series": {"bcast": points["bcast"].to_list(), "mean_ns": points["mean_ns"].to_list(),
                        "max_ns": points["max_ns"].to_list()}}
