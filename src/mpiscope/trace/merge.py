@@ -93,10 +93,12 @@ def merge_trace(trace_dir: Path, memory: int | None = None, workers: int = 1,
 # of which ~0.2 GiB is the interpreter and libraries.
 PEAK_BYTES_PER_RECORD = 210
 BASE_BYTES = 400 << 20      # a merging process before it reads a record (interpreter, Polars, pyarrow), with margin
-# A merge in pieces, measured on the generated halo (100 M records, a rank per piece, 32 buckets): a
-# piece's second pass peaked at 370-390 bytes per record (rows built again beside the events frame
-# and its encoded copy), matching at 257 per send or receive of its bucket.
-PIECE_BYTES_PER_RECORD = 400
+# A piece of a merge in pieces peaks holding its records (~86 B each with the persistent starts and
+# links, and the mapped rank file, 51 B, while they are read) beside its event rows (~115 B each with
+# received bytes and outcomes). Measured on one rank of the generated halo (15.6 M records, 10.4 M
+# events): 2.47 GiB above the interpreter in the survey, 2.39 when writing. A trace of blocking calls
+# has an event per record: ~86 + 115 B, hence the bound per record below.
+PIECE_BYTES_PER_RECORD = 210
 SIDE_BYTES = 280
 # Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
 # 0.5-1.2 on the generated halo) and what a merge in pieces spills (the sides of its messages, at most
@@ -164,17 +166,27 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
 def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
                   missing: dict[int, str], records: dict[int, int], budget: int, workers: int, delete_raw: bool,
                   t0: float) -> MergeResult:
-    n = Tasks.count(workers)
-    per_worker = (budget - BASE_BYTES) // n - (BASE_BYTES if n > 1 else 0)
     largest = max(records.values(), default=0)
-    if largest * PIECE_BYTES_PER_RECORD > per_worker:
+    asked = Tasks.count(workers)
+    n = _processes(budget, largest, asked)
+    if n == 0:
+        n = asked if mpi_size() > 1 else 1
         need = BASE_BYTES + n * (largest * PIECE_BYTES_PER_RECORD + (BASE_BYTES if n > 1 else 0))
         raise UsageError(f"merging {trace_dir} needs at least {need / 2**30:.2f} GiB of memory ({largest:,} records "
                          f"of one rank in one piece, on {n} process{'es' if n > 1 else ''}) and it may take "
                          f"{budget / 2**30:.2f} GiB (--memory, within what the machine has available); give a "
-                         f"larger --memory or fewer --workers, or merge on a machine with more memory")
+                         f"larger --memory{' or fewer MPI processes' if n > 1 else ''}, or merge on a machine with "
+                         f"more memory")
+    per_worker = _per_worker(budget, n)
+    fewer = []
+    if n < asked:
+        fewer = [(f"merged on {n} process{'es' if n > 1 else ''} instead of {asked}: one rank's {largest:,} records "
+                 f"take about {largest * PIECE_BYTES_PER_RECORD / 2**30:.1f} GiB, more than each of {asked} processes "
+                 f"may take of the {budget / 2**30:.2f} GiB budget ({_per_worker(budget, asked) / 2**30:.1f} GiB); "
+                 f"give a larger --memory to use them all")]
+        workers = n
     with Tasks(workers, setup=worker_setup) as tasks:
-        warnings = _file_warnings(trace_dir, files, missing)
+        warnings = fewer + _file_warnings(trace_dir, files, missing)
         swaps, swap_warnings = bcast_swaps(trace_dir, files)
         nranks = _world(files, missing)
         dense, _, comms = comm_table(files)
@@ -195,6 +207,21 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
             {"pieces": len(p.pieces), "buckets": p.buckets, "workers": tasks.workers, "memory_budget": budget})
     return MergeResult(o.events, o.messages, o.collectives, o.unmatched_sends, o.unmatched_recvs,
                        time.perf_counter() - t0, warnings)
+
+
+def _per_worker(budget: int, n: int) -> int:
+    """Bytes of the budget for the pieces of each of n processes (each but the merging one has its
+    own interpreter and libraries)."""
+    return (budget - BASE_BYTES) // n - (BASE_BYTES if n > 1 else 0)
+
+
+def _processes(budget: int, largest: int, asked: int) -> int:
+    """The most processes, up to `asked`, whose share of the budget holds the largest rank in one
+    piece; 0 if none does. An MPI job's processes are its ranks, all of them or none."""
+    fits = [n for n in range(asked, 0, -1) if largest * PIECE_BYTES_PER_RECORD <= _per_worker(budget, n)]
+    if mpi_size() > 1:
+        return asked if asked in fits else 0
+    return fits[0] if fits else 0
 
 
 def _file_warnings(trace_dir: Path, files: list[RankFile], missing: dict[int, str]) -> list[str]:

@@ -23,11 +23,11 @@ from mpiscope.trace.clocks import RankClock
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.damaged import Window, gap_windows
 from mpiscope.trace.instances import coll_rows, partials
-from mpiscope.trace.match import P2P, Side, p2p_sides
+from mpiscope.trace.match import P2P, p2p_sides
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.reader import RankFile, read_rank_file
 from mpiscope.trace.received import add_recv_bytes
-from mpiscope.trace.requests import link_starts
+from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_table
 from mpiscope.trace.tables import Rows, event_rows, events_frame, nullable, persistent_starts, shift_rows
 
@@ -63,27 +63,30 @@ class Survey:
 
 
 @dataclass
-class Built:
+class Read:
+    """A piece's records, with what the rows and the sides are built from."""
     rec: Records
-    rows: Rows
+    links: StartLinks
     starts: Rows
     windows: dict[int, Window]
-    p2p: P2P
 
 
-def build(whole: Whole, ranks: list[int], sides: bool) -> Built:
-    """The records, event rows and persistent starts of a piece (event ids from 0)."""
+def read(whole: Whole, ranks: list[int]) -> Read:
+    """The records and persistent starts of a piece (event ids from 0); its files unmapped."""
     files = [read_rank_file(whole.trace_dir / "raw" / f"rank-{r:06d}.msc", whole.calls.known()) for r in ranks]
     rec, _ = build_records(files, whole.calls, whole.clocks, whole.dense)
     links = link_starts(rec)
     windows = gap_windows(files, rec, links)
     _release(files)
-    starts = persistent_starts(rec, links, whole.calls)
-    p2p = p2p_sides(rec, links).without(failed_events(rec)) if sides else _no_p2p()
-    rows = event_rows(rec, links, whole.calls)
-    add_recv_bytes(rec, rows, starts, starts["record"], whole.recorded)
-    add_outcomes(rec, rows)
-    return Built(rec, rows, starts, windows, p2p)
+    return Read(rec, links, persistent_starts(rec, links, whole.calls), windows)
+
+
+def rows_of(whole: Whole, r: Read) -> Rows:
+    """The event rows of a piece, with received bytes and outcomes (the starts get theirs)."""
+    rows = event_rows(r.rec, r.links, whole.calls)
+    add_recv_bytes(r.rec, rows, r.starts, r.starts["record"], whole.recorded)
+    add_outcomes(r.rec, rows)
+    return rows
 
 
 def _release(files: list[RankFile]) -> None:
@@ -91,25 +94,28 @@ def _release(files: list[RankFile]) -> None:
         f.blocks.clear()
 
 
-def _no_p2p() -> P2P:
-    e = np.zeros(0, np.int64)
-    side = Side(e, e.astype(np.int32), e.astype(np.int32), e.astype(np.int32), e, e)
-    return P2P(side, e, e, side, e, e)
-
-
 def survey(whole: Whole, piece: int, ranks: list[int], shifts: np.ndarray | None) -> Survey:
     """First pass: spill the piece's sides and collective shares; with `shifts` (a second
-    survey after the clock correction moved ranks), the collective shares only."""
-    b = build(whole, ranks, sides=shifts is None)
+    survey after the clock correction moved ranks), the collective shares only. What is spilled
+    leaves memory before the next step builds: a piece peaks with its records and its rows
+    (bench/merge_scale.py: 2.5 GiB for the 15.6 M records of one rank of 1,000 M on 64)."""
+    r = read(whole, ranks)
+    sends = recvs = 0
+    if shifts is None:
+        p2p = p2p_sides(r.rec, r.links).without(failed_events(r.rec))
+        sends, recvs = p2p.sends.size, p2p.recvs.size
+        _spill_sides(whole, piece, p2p)
+        del p2p
+    stuck = stuck_calls(r.rec, whole.calls)
+    rows = rows_of(whole, r)
+    starts, windows = r.starts, r.windows
+    del r  # the records: the rows are all the shares need
     if shifts is not None:
-        shift_rows(b.rows, shifts)
-        shift_rows(b.starts, shifts)
-    else:
-        _spill_sides(whole, piece, b.p2p)
-    share = partials(coll_rows(b.rows, b.starts), piece)
+        shift_rows(rows, shifts)
+        shift_rows(starts, shifts)
+    share = partials(coll_rows(rows, starts), piece)
     share.write_parquet(whole.spill / f"colls-{piece:06d}.parquet")
-    stuck = stuck_calls(b.rec, whole.calls)
-    return Survey(int(b.rows["event"].size), b.p2p.sends.size, b.p2p.recvs.size, stuck, b.windows)
+    return Survey(int(rows["event"].size), sends, recvs, stuck, windows)
 
 
 def stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
@@ -163,12 +169,10 @@ def write_events(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray
                  coll_ids: np.ndarray, path: Path) -> int:
     """Second pass: the piece's part of events/ at `path`, with event ids from `offset`, clock
     shifts and collective ids; returns its first entry time (ns; max int64 without events)."""
-    b = build(whole, ranks, sides=False)
-    rows = b.rows
+    rows = rows_of(whole, read(whole, ranks))
     rows["event"] += offset
     rows["completed_by"] = np.where(rows["completed_by"] >= 0, rows["completed_by"] + offset, -1)
     shift_rows(rows, shifts)
-    del b
     coll_id = _coll_ids(rows, coll_keys, coll_ids)
     frame = events_frame(rows, whole.calls, whole.trace_dir).with_columns(
         nullable(coll_id, coll_id >= 0, "coll_id"))

@@ -1,0 +1,43 @@
+"""The shares of collective instances add up the same in place (packed keys) as grouped."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from mpiscope.trace.instances import _add_up, _add_up_grouped
+
+KEYS = ["comm", "seq", "call"]
+
+
+def share(rng: np.random.Generator, n: int, piece: int, comm_high: int) -> pl.DataFrame:
+    """A piece's share of n instances (partials' columns), some roots and leave times null."""
+    order = (piece << 40) + rng.permutation(n).astype(np.int64)
+    has_root = rng.random(n) < 0.5
+    leave = rng.integers(0, 10**9, n)
+    return pl.DataFrame({
+        "comm": rng.integers(0, comm_high, n), "seq": rng.integers(0, 40, n),
+        "call": rng.integers(0, 3, n).astype(np.uint32), "first": order,
+        "root": pl.Series(rng.integers(0, 8, n).astype(np.int32)).set(pl.Series(~has_root), None),
+        "root_first": pl.Series(order - rng.integers(0, 3, n)).set(pl.Series(~has_root), None),
+        "bytes": rng.integers(0, 1000, n), "recv_count": rng.integers(0, 4, n).astype(np.uint32),
+        "recv_bytes": rng.integers(0, 1000, n), "ranks": rng.integers(1, 4, n).astype(np.uint32),
+        "t_first_enter_ns": rng.integers(0, 10**9, n), "t_last_enter_ns": rng.integers(10**9, 2 * 10**9, n),
+        "t_first_leave_ns": pl.Series(leave).set(pl.Series(rng.random(n) < 0.2), None),
+        "t_last_leave_ns": pl.Series(leave + 5).set(pl.Series(rng.random(n) < 0.2), None),
+    }).unique(KEYS, keep="first")
+
+
+@pytest.mark.parametrize("comm_high", [5, 1 << 21])  # packed, and too large a communicator id to pack
+def test_add_up_in_place_equals_grouped(comm_high: int) -> None:
+    rng = np.random.default_rng(7)
+    shares = [share(rng, 300, piece, comm_high) for piece in range(4)]
+    total, grouped = shares[0], shares[0]
+    for s in shares[1:]:  # keys shared, new, and missing in each
+        total = _add_up(total, s)
+        grouped = _add_up_grouped(pl.concat([grouped, s]))
+    assert total.schema == shares[0].schema
+    assert total["root"].null_count() and total["t_first_leave_ns"].null_count()
+    assert_frame_equal(total.sort(KEYS), grouped.sort(KEYS))
