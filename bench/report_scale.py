@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope import output
+from mpiscope.trace import table_files
 from mpiscope.trace.merge import merge_trace
 from mpiscope.trace.storage import decode
 from mpiscope.trace.synthetic import halo_trace
@@ -47,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 def trace_of(root: Path, ranks: int, events: int) -> Path:
     """A merged halo trace with about `events` calls (4 of its 6 records per iteration are calls)."""
     path = root / f"halo-{ranks}x{events}"
-    if not (path / "events.parquet").is_file():
+    if not table_files(path, "events"):
         path.mkdir(parents=True, exist_ok=True)
         halo_trace(path, ranks, events * 3 // 2)
         merge_trace(path)
@@ -63,7 +64,7 @@ def repeated_trace(base: Path, root: Path, times: int) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((base / "manifest.json").read_text())
     counts = manifest["counts"]
-    ev = decode("events", pl.scan_parquet(base / "events.parquet"))
+    ev = decode("events", pl.scan_parquet(table_files(base, "events")))
     span = ev.select(pl.col("t_leave_ns").max() - pl.col("t_enter_ns").min()).collect().item() + 1000
     per_rank = ev.group_by("rank").agg(pl.col("event").min().alias("off"), pl.len().alias("cnt")).collect()
 
@@ -82,7 +83,7 @@ def repeated_trace(base: Path, root: Path, times: int) -> Path:
     def copies(
         name: str, ns: list[str], ids: dict[str, str], other: dict[str, int], order: list[str]
     ) -> None:
-        lf = decode(name, pl.scan_parquet(base / f"{name}.parquet"))
+        lf = decode(name, pl.scan_parquet(table_files(base, name)))
         for rank in set(ids.values()):
             lf = with_rank(lf, rank)
         parts = [

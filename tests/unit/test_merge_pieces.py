@@ -16,7 +16,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from mpiscope.errors import UsageError
-from mpiscope.trace import merge, open_trace
+from mpiscope.trace import merge, open_trace, storage
 from mpiscope.trace.merge import BASE_BYTES, PIECE_BYTES_PER_RECORD, merge_trace
 from mpiscope.trace.reader import rank_files, read_rank_file
 
@@ -118,6 +118,29 @@ def test_workers_that_would_not_fit_are_fewer(extracted, tmp_path: Path, monkeyp
     assert_same_merge(whole, pieces)
 
 
+def test_large_events_are_written_as_parts_in_parallel(extracted, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events of more rows than a part is worth are written as part files, one thread each, in
+    memory and by each piece of a merge in pieces: the same rows, in order."""
+    whole = extracted("skew5")
+    parts = copy(whole, tmp_path / "parts")
+    merge_trace(whole)
+    monkeypatch.setattr(storage, "PART_ROWS", 50)
+    monkeypatch.setattr(storage.os, "cpu_count", lambda: 2)
+    merge_trace(parts)
+    assert sorted(p.name for p in (parts / "events").iterdir()) == ["part-000000-0.parquet", "part-000000-1.parquet"]
+    assert not (parts / "events.parquet").exists() and (parts / "messages.parquet").is_file()
+    assert_same_merge(whole, parts)
+    in_pieces_only(monkeypatch)
+    merge_trace(parts, memory=budget_for(parts))
+    pieces = json.loads((parts / "manifest.json").read_text())["merge"]["pieces"]
+    assert len(list((parts / "events").glob("part-*-1.parquet"))) == pieces >= 2
+    assert_same_merge(whole, parts)
+    merge_trace(parts)  # in memory again, the dataset of the pieces replaced
+    assert len(list((parts / "events").iterdir())) == 2
+    assert_same_merge(whole, parts)
+
+
 def test_merged_again_in_memory_replaces_the_dataset(extracted) -> None:
     trace = extracted("threads")
     merge_trace(trace, memory=budget_for(trace))
@@ -187,7 +210,7 @@ def test_disk_full_during_merge_in_pieces(extracted, monkeypatch: pytest.MonkeyP
     def full(*_: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pieces, "write_table", full)
+    monkeypatch.setattr(pieces, "write_parts", full)
     with pytest.raises(UsageError) as e:
         merge_trace(trace, memory=budget_for(trace))
     assert "No space left" in str(e.value) and "\n" not in str(e.value)

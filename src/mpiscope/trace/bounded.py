@@ -43,7 +43,7 @@ from mpiscope.trace.clocks import ShiftBounds
 from mpiscope.trace.instances import assemble
 from mpiscope.trace.pieces import Survey, Whole, survey, write_events
 from mpiscope.trace.reader import RANK_FILE, rank_files
-from mpiscope.trace.storage import write_one
+from mpiscope.trace.storage import install_dataset, write_one
 
 SPILL = ".merge-spill"
 
@@ -133,8 +133,8 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
     colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
     events_dir = _fresh(trace_dir / ".events.tmp")
-    firsts = tasks.map(_write_piece, [(whole, ranks, int(offsets[i]), shifts, keys, ids,
-                                       events_dir / f"part-{i:06d}.parquet", delete_raw)
+    firsts = tasks.map(_write_piece, [(whole, ranks, int(offsets[i]), shifts, keys, ids, events_dir,
+                                       f"part-{i:06d}", delete_raw)
                                       for i, ranks in enumerate(p.pieces)])
     _install(trace_dir, {"events": events_dir, "messages": messages_dir}, colls, comms)
     return Outcome(
@@ -147,8 +147,8 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
 
 
 def _write_piece(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, keys: np.ndarray,
-                 ids: np.ndarray, path: Path, delete_raw: bool) -> int:
-    first = write_events(whole, ranks, offset, shifts, keys, ids, path)
+                 ids: np.ndarray, directory: Path, stem: str, delete_raw: bool) -> int:
+    first = write_events(whole, ranks, offset, shifts, keys, ids, directory, stem)
     if delete_raw:
         for rank in ranks:
             remove_raw(whole.trace_dir, rank)
@@ -172,13 +172,7 @@ def _install(trace_dir: Path, datasets: dict[str, Path], colls: pl.DataFrame, co
     for name, df in (("collectives", colls), ("comms", comms)):
         write_one(trace_dir, name, df)
     for name, made in datasets.items():
-        old = trace_dir / f".{name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        if (trace_dir / name).exists():
-            (trace_dir / name).rename(old)
-        made.rename(trace_dir / name)
-        (trace_dir / f"{name}.parquet").unlink(missing_ok=True)
-        shutil.rmtree(old, ignore_errors=True)
+        install_dataset(trace_dir, name, made)
 
 
 def _refused(matched: list[Matched], bounds: ShiftBounds) -> str:

@@ -38,7 +38,7 @@ from mpiscope.trace.pieces import Whole, stuck_calls, worker_setup
 from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
 from mpiscope.trace.received import add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
-from mpiscope.trace.storage import write_one
+from mpiscope.trace.storage import write_one, writers
 from mpiscope.trace.tables import (
     Rows,
     collective_ids,
@@ -194,7 +194,7 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
                  PIECE_BYTES_PER_RECORD, SIDE_BYTES)
-        whole = dataclasses.replace(whole, buckets=p.buckets)
+        whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
     warnings += swap_warnings
@@ -277,14 +277,12 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
             shift_rows(rows, shifts)
             shift_rows(starts, shifts)
             ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
-        events_written = pool.submit(write_one, trace_dir, "events", ev)
+        events_written = pool.submit(write_one, trace_dir, "events", ev, writers(ev.height))
         colls = collectives_table([(rows, coll_id), (starts, start_id)], comms, calls)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
             write_one(trace_dir, name, df)
         events_written.result()
-    for name in ("events", "messages"):  # a dataset of an earlier merge in pieces
-        shutil.rmtree(trace_dir / name, ignore_errors=True)
     if delete_raw:
         for f in files:
             remove_raw(trace_dir, f.rank)

@@ -28,7 +28,7 @@ from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.reader import RankFile, read_rank_file
 from mpiscope.trace.received import add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
-from mpiscope.trace.storage import write_table
+from mpiscope.trace.storage import write_parts, writers
 from mpiscope.trace.tables import Rows, event_rows, events_frame, nullable, persistent_starts, shift_rows
 
 
@@ -50,6 +50,7 @@ class Whole:
     dense: dict[int, int]       # communicator gid -> dense id
     recorded: bool              # every rank file records received bytes
     buckets: int                # envelope buckets of the matching
+    processes: int = 1          # merging at once: a piece writes its events in parallel with the cores left
 
 
 @dataclass
@@ -166,9 +167,10 @@ def read_bucket(whole: Whole, name: str, bucket: int, pieces: int) -> pa.Table:
 
 
 def write_events(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, coll_keys: np.ndarray,
-                 coll_ids: np.ndarray, path: Path) -> int:
-    """Second pass: the piece's part of events/ at `path`, with event ids from `offset`, clock
-    shifts and collective ids; returns its first entry time (ns; max int64 without events)."""
+                 coll_ids: np.ndarray, directory: Path, stem: str) -> int:
+    """Second pass: the piece's part files of events/ (STEM-*.parquet in `directory`), with event
+    ids from `offset`, clock shifts and collective ids; returns its first entry time (ns; max
+    int64 without events)."""
     rows = rows_of(whole, read(whole, ranks))
     rows["event"] += offset
     rows["completed_by"] = np.where(rows["completed_by"] >= 0, rows["completed_by"] + offset, -1)
@@ -176,7 +178,7 @@ def write_events(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray
     coll_id = _coll_ids(rows, coll_keys, coll_ids)
     frame = events_frame(rows, whole.calls, whole.trace_dir).with_columns(
         nullable(coll_id, coll_id >= 0, "coll_id"))
-    write_table(frame, path)
+    write_parts(frame, directory, stem, writers(frame.height, whole.processes))
     return int(rows["t_enter"].min()) if rows["t_enter"].size else np.iinfo(np.int64).max
 
 
