@@ -1,4 +1,5 @@
-"""The shares of collective instances add up the same in place (packed keys) as grouped."""
+"""A piece's shares of collective instances, and their sum over pieces, are the same reduced in
+place on packed keys as grouped by Polars."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from mpiscope.trace.instances import _add_up, _add_up_grouped
+from mpiscope.trace.instances import _add_up, _add_up_grouped, _partials_grouped, partials
 
 KEYS = ["comm", "seq", "call"]
 
@@ -41,3 +42,25 @@ def test_add_up_in_place_equals_grouped(comm_high: int) -> None:
     assert total.schema == shares[0].schema
     assert total["root"].null_count() and total["t_first_leave_ns"].null_count()
     assert_frame_equal(total.sort(KEYS), grouped.sort(KEYS))
+
+
+def rows(rng: np.random.Generator, n: int, comm_high: int) -> pl.DataFrame:
+    """coll_rows' columns: n rows in `order`, several per instance, some roots, receives and ends null."""
+    def some_null(values: np.ndarray, share: float) -> pl.Series:
+        return pl.Series(values).set(pl.Series(rng.random(n) < share), None)
+
+    return pl.DataFrame({
+        "order": np.sort(rng.choice(10 * n, n, replace=False)).astype(np.int64),
+        "comm": rng.choice([0, 1, comm_high - 1], n), "seq": rng.integers(0, 300, n),
+        "call": rng.integers(0, 2, n).astype(np.uint32), "root": some_null(rng.integers(0, 8, n).astype(np.int32), 0.6),
+        "bytes": rng.integers(0, 1000, n), "recv_bytes": some_null(rng.integers(0, 1000, n), 0.5),
+        "t_enter_ns": rng.integers(0, 10**9, n), "t_done_ns": some_null(rng.integers(0, 10**9, n), 0.3),
+    })
+
+
+@pytest.mark.parametrize("comm_high", [4, 1 << 21])
+def test_partials_in_place_equal_grouped(comm_high: int) -> None:
+    frame = rows(np.random.default_rng(3), 2000, comm_high)
+    share = partials(frame, 5)
+    assert share.height < frame.height and share["root"].null_count() and share["t_first_leave_ns"].null_count()
+    assert_frame_equal(share.sort(KEYS), _partials_grouped(frame, 5).sort(KEYS))

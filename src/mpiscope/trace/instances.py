@@ -44,7 +44,46 @@ def coll_rows(rows: Rows, starts: Rows) -> pl.DataFrame:
 
 
 def partials(rows: pl.DataFrame, piece: int) -> pl.DataFrame:
-    """One piece's share of each instance, by (comm, seq, call)."""
+    """One piece's share of each instance, by (comm, seq, call), in packed-key order. The rows come
+    in `order` (coll_rows): sorted stably by key, each instance's rows stay in it, so its first row
+    and its first root are where the reductions start. A group-by with a sort inside took 1.8 s
+    for one rank of 1,000 M records on 64 (2.6 M collectives)."""
+    key = _packed(rows)
+    if key is None or not rows.height:
+        return _partials_grouped(rows, piece)
+    at = np.argsort(key, kind="stable")
+    start = np.flatnonzero(np.r_[True, key[at][1:] != key[at][:-1]])
+    never, n = np.iinfo(np.int64).max, rows.height
+
+    def column(name: str, fill: int) -> np.ndarray:
+        values: np.ndarray = rows[name].fill_null(fill).to_numpy()[at]
+        return values
+
+    order = column("order", 0) + (piece << _PIECE_BIT)
+    with_root = np.minimum.reduceat(np.where(rows["root"].is_not_null().to_numpy()[at], np.arange(n), n), start)
+    found = with_root < n
+    with_root = np.minimum(with_root, n - 1)
+    leave_min = np.minimum.reduceat(column("t_done_ns", never), start)
+    leave_max = np.maximum.reduceat(column("t_done_ns", -1), start)
+    return pl.DataFrame([
+        *(rows[c].gather(at[start]) for c in ("comm", "seq", "call")),
+        pl.Series("first", order[start]),
+        nullable(column("root", 0)[with_root].astype(np.int32), found, "root"),
+        nullable(order[with_root], found, "root_first"),
+        pl.Series("bytes", np.add.reduceat(column("bytes", 0), start)),
+        pl.Series("recv_count", np.add.reduceat(rows["recv_bytes"].is_not_null().to_numpy()[at], start,
+                                                dtype=np.uint32)),
+        pl.Series("recv_bytes", np.add.reduceat(column("recv_bytes", 0), start)),
+        pl.Series("ranks", np.diff(np.r_[start, n]).astype(np.uint32)),
+        pl.Series("t_first_enter_ns", np.minimum.reduceat(column("t_enter_ns", never), start)),
+        pl.Series("t_last_enter_ns", np.maximum.reduceat(column("t_enter_ns", -1), start)),
+        nullable(leave_min, leave_min != never, "t_first_leave_ns"),
+        nullable(leave_max, leave_max != -1, "t_last_leave_ns"),
+    ])
+
+
+def _partials_grouped(rows: pl.DataFrame, piece: int) -> pl.DataFrame:
+    """partials for keys that do not pack into 64 bits."""
     order = pl.col("order") + (piece << _PIECE_BIT)
     return rows.group_by("comm", "seq", "call").agg(
         order.min().alias("first"),
