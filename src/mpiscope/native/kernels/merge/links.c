@@ -10,20 +10,35 @@ static uint64_t request_key(const struct msm_columns *rec, int64_t i)
     return (uint64_t)(int64_t)rec->rank[i] << 32 | (uint64_t)rec->req[i];
 }
 
-/* The first completion of each request id in rows [a, b) goes to done; ids
- * MPI returned already complete (role immediate) go to late. */
+/* A request id's share of the threads when a rank's rows are split between
+ * them by id (high bits of the hash: the tables' slots use the low ones). */
+static int part_of(uint64_t key, int parts)
+{
+    return parts > 1 ? (int)((msm_hash(key) >> 32) % (uint64_t)parts) : 0;
+}
+
+/* The first completion of each request id of share `part` in rows [a, b)
+ * goes to done; ids MPI returned already complete (role immediate) go to
+ * late. */
 static void index_completions(const struct msm_columns *rec, int64_t a, int64_t b, uint8_t role_complete,
-                              uint8_t role_immediate, struct msm_map *done, struct msm_map *late)
+                              uint8_t role_immediate, int part, int parts, struct msm_map *done,
+                              struct msm_map *late)
 {
     for (int64_t i = a; i < b; i++) {
         if (rec->role[i] == role_complete && rec->req[i] != 0 && rec->t_leave[i] >= 0) {
-            uint64_t key = request_key(rec, i), s = msm_map_slot(done, key);
+            uint64_t key = request_key(rec, i);
+            if (part_of(key, parts) != part)
+                continue;
+            uint64_t s = msm_map_slot(done, key);
             if (done->vals[s] < 0) {
                 done->keys[s] = key;
                 done->vals[s] = i;
             }
         } else if (rec->role[i] == role_immediate) {
-            uint64_t key = request_key(rec, i), s = msm_map_slot(late, key);
+            uint64_t key = request_key(rec, i);
+            if (part_of(key, parts) != part)
+                continue;
+            uint64_t s = msm_map_slot(late, key);
             late->keys[s] = key;
             late->vals[s] = i;
         }
@@ -84,6 +99,7 @@ struct share {
     const struct msm_columns *rec;
     const int64_t *cut;      /* row ranges of ranks */
     int64_t r0, r1;          /* this thread's ranges */
+    int part, parts;         /* this thread's share of the request ids (all: 0, 1) */
     const int64_t *start;    /* all starts, in row order */
     int64_t nstart;
     uint8_t role_complete, role_immediate;
@@ -133,7 +149,8 @@ static void *link_share(void *arg)
     for (int64_t r = w->r0; r < w->r1; r++) {
         int64_t ndone = 0;
         for (int64_t i = w->cut[r]; i < w->cut[r + 1]; i++)
-            ndone += rec->role[i] == w->role_complete || rec->role[i] == w->role_immediate;
+            ndone += (rec->role[i] == w->role_complete || rec->role[i] == w->role_immediate)
+                     && (w->parts == 1 || part_of(request_key(rec, i), w->parts) == w->part);
         widest = ndone > widest ? ndone : widest;
     }
     struct msm_map done, late;
@@ -152,9 +169,11 @@ static void *link_share(void *arg)
             clear(&done);
             clear(&late);
         }
-        index_completions(rec, w->cut[r], w->cut[r + 1], w->role_complete, w->role_immediate, &done, &late);
+        index_completions(rec, w->cut[r], w->cut[r + 1], w->role_complete, w->role_immediate, w->part,
+                          w->parts, &done, &late);
         for (; k < w->nstart && w->start[k] < w->cut[r + 1]; k++)
-            link_one(w, &done, &late, k);
+            if (w->parts == 1 || part_of(request_key(rec, w->start[k]), w->parts) == w->part)
+                link_one(w, &done, &late, k);
     }
     msm_map_free(&done);
     msm_map_free(&late);
@@ -171,13 +190,21 @@ int msm_link_starts(const struct msm_columns *rec, int64_t n, uint8_t role_compl
     struct links_out out = {t_complete, completed_by, bytes, peer, tag};
     workers = msm_workers(workers);
     struct share w[MSM_MAX_WORKERS];
-    /* whole ranks per thread, about n / workers rows each */
-    int64_t r = 0;
-    for (int k = 0; k < workers; k++) {
-        w[k] = (struct share){rec, cut, r, r, start, nstart, role_complete, role_immediate, &out, 0};
-        while (r < ranges && (cut[r] < n * (k + 1) / workers || k == workers - 1))
-            r++;
-        w[k].r1 = r;
+    if (ranges < 2 * workers) {
+        /* few ranks (a merge in pieces of one rank each): every thread reads
+         * all rows and links the request ids of its share */
+        for (int k = 0; k < workers; k++)
+            w[k] = (struct share){rec, cut, 0, ranges, k, workers, start, nstart, role_complete, role_immediate,
+                                  &out, 0};
+    } else {
+        /* whole ranks per thread, about n / workers rows each */
+        int64_t r = 0;
+        for (int k = 0; k < workers; k++) {
+            w[k] = (struct share){rec, cut, r, r, 0, 1, start, nstart, role_complete, role_immediate, &out, 0};
+            while (r < ranges && (cut[r] < n * (k + 1) / workers || k == workers - 1))
+                r++;
+            w[k].r1 = r;
+        }
     }
     msm_run(workers, link_share, w, sizeof w[0]);
     free(cut);
