@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from mpiscope import output
+from mpiscope.trace import TABLES, table_files
 from mpiscope.trace.synthetic import halo_trace
 
 MERGE = "from pathlib import Path; import sys; from mpiscope.trace.merge import merge_trace; merge_trace(Path(sys.argv[1]))"
@@ -27,8 +28,9 @@ MERGE = "from pathlib import Path; import sys; from mpiscope.trace.merge import 
 
 def merge_once(trace: Path) -> tuple[float, int, float]:
     """(wall seconds, peak RSS in bytes, CPU seconds) of one merge in a child process."""
-    for name in ("events", "messages", "collectives", "comms"):
+    for name in TABLES:  # either layout (a large events table is a dataset of part files)
         (trace / f"{name}.parquet").unlink(missing_ok=True)
+        shutil.rmtree(trace / name, ignore_errors=True)
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", MERGE, str(trace)])
     _, status, usage = os.wait4(proc.pid, 0)
@@ -56,7 +58,7 @@ def main() -> int:
         cpu = [c for _, _, c in runs]
         best, median = min(secs), statistics.median(secs)
         peak = max(m for _, m, _ in runs)
-        parquet = sum((work / f"{n}.parquet").stat().st_size for n in ("events", "messages", "collectives", "comms"))
+        parquet = sum(f.stat().st_size for n in TABLES for f in table_files(work, n))
         result = {
             "schema": "mpiscope.bench.merge/1", "machine": platform.node(), "cpus": os.cpu_count(),
             "ranks": args.ranks, "records": records, "generate_s": gen, "merge_s": secs, "cpu_s": cpu,

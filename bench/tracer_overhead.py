@@ -48,6 +48,7 @@ import numpy as np
 from mpiscope import output
 from mpiscope.mpi.build import compile_program
 from mpiscope.mpi.find import built_against, find_launcher, launcher_env, lib_dir
+from mpiscope.trace import TABLES, table_files
 
 HERE = Path(__file__).resolve().parent
 PINGPONG = HERE.parent / "src" / "mpiscope" / "examples" / "pingpong.c"
@@ -159,7 +160,7 @@ def main() -> int:
     manifest = json.loads((out / "manifest.json").read_text())
     events = manifest["counts"]["events"]
     raw_records = sum((p.stat().st_blocks * 512) for p in (out / "raw").glob("*.msc"))
-    parquet = {n: (out / f"{n}.parquet").stat().st_size for n in ("events", "messages", "collectives", "comms")}
+    parquet = {n: sum(f.stat().st_size for f in table_files(out, n)) for n in TABLES}
 
     med = {k: statistics.median(v) for k, v in rows.items() if v}
     spread = {k: (min(v), max(v)) for k, v in rows.items() if v}
