@@ -80,6 +80,9 @@ CASES = {
                        {1: 4 * 0.060, 2: 4 * 0.060}, 0, "BCAST"),
     "early_reduce": ("early_reduce", 3, ["4", "60"], "early_reduce", "MPI_Reduce", "REDUCE",
                      {0: 4 * 0.060}, 1, "REDUCE"),
+    # one-sided: 3 iterations make 4 fences, rank 2 late to each
+    "wait_at_fence": ("fence", 3, ["3", "60"], "wait_at_fence", "MPI_Win_fence", "FENCE",
+                      {0: 4 * 0.060, 1: 4 * 0.060}, 2, "FENCE"),
 }
 
 

@@ -43,9 +43,10 @@ class Run:
             "completed_by": [eid[r["done_by"]] if "done_by" in r else None for r in rows],  # type: ignore[index]
             "coll_id": [r.get("coll") for r in rows], "root": [r.get("root") for r in rows],
             "callsite": [r["site"] for r in rows], "inside_ns": [None] * len(rows),
+            "comm": [r.get("comm", 0) for r in rows],
         }, schema={"event": pl.Int64, "rank": pl.Int32, "call": pl.Utf8, "t_enter_ns": pl.Int64,
                    "t_leave_ns": pl.Int64, "completed_by": pl.Int64, "coll_id": pl.Int64, "root": pl.Int32,
-                   "callsite": pl.Utf8, "inside_ns": pl.Int64})
+                   "callsite": pl.Utf8, "inside_ns": pl.Int64, "comm": pl.Int64})
         e = self.events
         msgs = pl.DataFrame({
             "src": [e[s]["rank"] for s, _, _ in self.messages], "dst": [e[r]["rank"] for _, r, _ in self.messages],
@@ -143,6 +144,26 @@ def test_collective_patterns():
     w = wait_events(run.frames())
     assert w.filter(pl.col("pattern") == "early_reduce")["cause_rank"].to_list() == [1]
     assert set(w.filter(pl.col("pattern") == "wait_at_barrier")["cause_rank"].to_list()) == {2}
+
+
+def test_wait_at_fence_per_window():
+    """The k-th fence of a window on each rank is one instance; two windows' fences do not mix."""
+    run = Run(3)
+    for r in range(3):
+        run.call(r, "MPI_Init", 0, 10)
+    # window 5: rank 2 enters 40 late; window 6 (in between): rank 0 enters 25 late
+    run.call(0, "MPI_Win_fence", 20, 70, comm=5)
+    run.call(1, "MPI_Win_fence", 30, 70, comm=5)
+    run.call(2, "MPI_Win_fence", 60, 70, comm=5)
+    run.call(0, "MPI_Win_fence", 105, 110, comm=6)
+    run.call(1, "MPI_Win_fence", 80, 110, comm=6)
+    run.call(2, "MPI_Win_fence", 90, 110, comm=6)
+    run.call(0, "MPI_Win_fence", 120, 130, comm=5)
+    run.call(1, "MPI_Win_fence", 120, 130, comm=5)
+    run.call(2, "MPI_Win_fence", 120, 130, comm=5)
+    assert waits_by(run) == {("wait_at_fence", 0): 40, ("wait_at_fence", 1): 30 + 25, ("wait_at_fence", 2): 15}
+    w = wait_events(run.frames())
+    assert sorted(w["cause_rank"].to_list()) == [0, 0, 2, 2]
 
 
 def two_rank_run() -> Run:

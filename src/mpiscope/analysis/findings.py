@@ -32,7 +32,8 @@ HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out w
 
 LABEL = {"late_sender": "late sender", "late_sender_wrong_order": "late sender, wrong order",
          "late_receiver": "late receiver", "wait_at_barrier": "wait at barrier", "wait_at_nxn": "wait at N×N",
-         "late_broadcast": "late broadcast", "early_reduce": "early reduce"}
+         "late_broadcast": "late broadcast", "early_reduce": "early reduce",
+         "wait_at_fence": "wait at fence"}
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ def _suggestion(pattern: str, trace: str, ranks: int) -> str:
                          f"(MPI_Isend, or MPI_Send below the eager limit), or {rebalance}",
         "wait_at_barrier": f"{rebalance}; or drop the barrier if nothing depends on it",
         "wait_at_nxn": rebalance,
+        "wait_at_fence": rebalance,
         "late_broadcast": "let the broadcast adapt to the late root: mpiscope run --bcast adaptive -- ...; "
                           "or move work off the root",
         "early_reduce": f"the root arrives first: give the root more of the work, or {rebalance}",

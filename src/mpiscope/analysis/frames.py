@@ -24,6 +24,8 @@ INIT_CALLS = ("MPI_Init", "MPI_Init_thread")
 
 EVENT_COLUMNS = ("event", "rank", "call", "t_enter_ns", "t_leave_ns", "completed_by", "coll_id", "root",
                  "callsite", "inside_ns")
+# Read when the table has it (a test's made-up events may not): wait at fence groups fences by window.
+OPTIONAL_EVENT_COLUMNS = ("comm",)
 MESSAGE_COLUMNS = ("src", "dst", "bytes", "t_send_enter_ns", "t_recv_enter_ns", "send_event", "recv_event")
 
 I64 = npt.NDArray[np.int64]
@@ -96,7 +98,8 @@ def frames_from(events: pl.DataFrame, messages: pl.DataFrame, ranks: int, run_id
         raise TraceCorrupt(f"the event ids of {path}/events.parquet are not its row numbers; "
                            f"merge the trace again: mpiscope merge {path}")
     world = max(ranks, int(events["rank"].cast(pl.Int64).max() or 0) + 1) if n else ranks  # type: ignore[arg-type]
-    return Frames(path, run_id, world, events.select(EVENT_COLUMNS), messages.select(MESSAGE_COLUMNS))
+    cols = EVENT_COLUMNS + tuple(c for c in OPTIONAL_EVENT_COLUMNS if c in events.columns)
+    return Frames(path, run_id, world, events.select(cols), messages.select(MESSAGE_COLUMNS))
 
 
 def _read(trace: Trace, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
@@ -123,7 +126,8 @@ def load_frames(trace: Trace) -> Frames:
                          f"{need / 2**30:.1f} GiB, and {have / 2**30:.1f} GiB is available; run it on a machine "
                          f"with more memory, or record a part of the run (MPI_Pcontrol); mpiscope stats "
                          f"summarises a trace of any size")
-    return frames_from(_read(trace, "events", EVENT_COLUMNS), _read(trace, "messages", MESSAGE_COLUMNS),
+    return frames_from(_read(trace, "events", EVENT_COLUMNS + OPTIONAL_EVENT_COLUMNS),
+                       _read(trace, "messages", MESSAGE_COLUMNS),
                        trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)
 
 

@@ -14,6 +14,9 @@ positive, where t_ready is when the other rank made progress possible:
 * wait_at_barrier, wait_at_nxn (all-to-all collectives): t_ready = last entry.
 * late_broadcast (Bcast, Scatter(v); non-roots): t_ready = the root's entry.
 * early_reduce (Reduce, Gather(v); the root): t_ready = the first non-root's entry.
+* wait_at_fence (MPI_Win_fence): t_ready = the last entry into the same fence, the k-th
+  fence of a window on each of its ranks (Scalasca's Wait at Fence; a fence that
+  closes an epoch completes the RMA operations of every rank, so it waits for all).
 
 Nonblocking operations wait in the call that completes them (events.completed_by).
 One call can complete several operations (Waitall): its waiting is the largest of
@@ -37,7 +40,7 @@ import polars as pl
 from mpiscope.analysis.frames import I64, Frames
 
 PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
-            "late_broadcast", "early_reduce")
+            "late_broadcast", "early_reduce", "wait_at_fence")
 PATTERN = {name: code for code, name in enumerate(PATTERNS)}
 PATTERN_ENUM = pl.Enum(PATTERNS)
 
@@ -67,6 +70,7 @@ NXN = _variants("MPI_Allreduce", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw
                 "MPI_Allgatherv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan")
 BROADCAST = _variants("MPI_Bcast", "MPI_Scatter", "MPI_Scatterv")
 REDUCE = _variants("MPI_Reduce", "MPI_Gather", "MPI_Gatherv")
+FENCE = frozenset({"MPI_Win_fence"})
 SYNC_SENDS = frozenset({"MPI_Ssend", "MPI_Ssend_c", "MPI_Issend", "MPI_Issend_c"})
 RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_c", "MPI_Sendrecv",
                               "MPI_Sendrecv_c", "MPI_Sendrecv_replace", "MPI_Sendrecv_replace_c",
@@ -184,6 +188,22 @@ def _collectives(f: Frames, tm: _Times) -> pl.DataFrame:
                        idx[src])
 
 
+def _fences(f: Frames, tm: _Times) -> pl.DataFrame:
+    """Wait at fence: the k-th MPI_Win_fence of a window on each rank is one instance (a rank's
+    events are in time order); every rank in it waits for the last to enter."""
+    idx = np.flatnonzero(f.code_table(FENCE)[f.call_codes()])
+    if idx.size == 0 or "comm" not in f.events.columns:
+        return pl.DataFrame(schema=_CANDIDATE)
+    rank = f.column("rank")[idx]
+    inst = (pl.DataFrame({"rank": rank, "win": f.column("comm")[idx]})
+            .select(pl.struct("win", pl.int_range(pl.len()).over("rank", "win").alias("k")).rank("dense"))
+            .to_series().to_numpy().astype(np.int64))
+    t = tm.enter[idx]
+    order, group, first = _by_instance(inst, t)
+    last = order[np.append(first[1:], idx.size) - 1][group]
+    return _candidates(idx, PATTERN["wait_at_fence"], t[last], rank[last].astype(np.int32), idx[last])
+
+
 def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFrame:
     """One row per call that waited: event, rank, call, callsite, pattern, wait_ns,
     release_ns (when the wait ended), and its cause: cause_rank, cause_event,
@@ -191,7 +211,8 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
     cause_time_ns, cause_compute_ns (computation before the late call), delay_ns
     (that computation minus the waiting rank's own before its wait)."""
     tm = _Times(f)
-    c = pl.concat([_late_sender(f, tm), _late_receiver(f, tm, eager_limit), _collectives(f, tm)])
+    c = pl.concat([_late_sender(f, tm), _late_receiver(f, tm, eager_limit), _collectives(f, tm),
+                   _fences(f, tm)])
     wait = tm.wait(c["event"].to_numpy(), c["ready_ns"].to_numpy())
     c = (c.with_columns(pl.Series("wait_ns", wait)).filter(pl.col("wait_ns") > 0)
          .sort("wait_ns", descending=True).unique("event", keep="first").sort("event"))
