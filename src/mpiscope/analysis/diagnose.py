@@ -18,7 +18,7 @@ from mpiscope.analysis.findings import Finding, build_findings
 from mpiscope.analysis.frames import Frames, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
-from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT, wait_events, wait_state_rows
+from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT, wait_events, wait_state_rows, waited_by_rank
 from mpiscope.errors import UsageError
 from mpiscope.trace import Trace
 
@@ -85,9 +85,8 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagno
     except UsageError as e:
         imbalance = None
         notes.append(f"no load-imbalance phases: {e}")
-    per_wait = waits.group_by("rank").agg(pl.col("wait_ns").sum())
-    per_rank = (times.select("rank", "app_ns", "mpi_ns").join(per_wait, on="rank", how="left")
-                .with_columns(pl.col("wait_ns").fill_null(0)).sort("rank"))
+    per_rank = times.select("rank", "app_ns", "mpi_ns").with_columns(
+        pl.Series("wait_ns", waited_by_rank(waits, times.height))).sort("rank")
     spots = hot_spots(f)
     trace = str(f.path)
     return Diagnosis(

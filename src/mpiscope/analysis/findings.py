@@ -18,6 +18,7 @@ import polars as pl
 
 from mpiscope.analysis.hotspots import HotSpot
 from mpiscope.analysis.imbalance import Imbalance
+from mpiscope.analysis.waitstates import waited_by_rank
 
 MIN_SHARE = 0.01
 COMM_BOUND_SHARE = 0.25
@@ -187,8 +188,7 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
                    trace: str) -> list[Finding]:
     """All findings, largest first."""
     ranks = times.height
-    per_rank = waits.group_by("rank").agg(pl.col("wait_ns").sum())
-    wait_ns = dict(zip(per_rank["rank"].to_list(), per_rank["wait_ns"].to_list()))
+    wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
     caused = waits.group_by("cause_rank").agg(pl.col("wait_ns").sum())
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots))

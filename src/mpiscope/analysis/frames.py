@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from mpiscope.analysis.busy import union_by_rank
 from mpiscope.errors import TraceCorrupt, UsageError
 from mpiscope.machine import available_memory
 from mpiscope.trace import Trace
@@ -136,20 +137,27 @@ def mpi_ns_before(f: Frames) -> I64:
     duration (a folded polling loop the time inside its calls), 0 for ENV_CALLS and calls that
     never returned. Made once per Frames."""
     if "mpi_before" not in f._arrays:
-        enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
-        inside = f.column("inside_ns")
-        env = f.code_table(ENV_CALLS)[f.call_codes()]
-        before = np.zeros(enter.size + 1, np.int64)
-        np.cumsum(np.where(env | (leave < 0), 0, np.where(inside >= 0, inside, leave - enter)), out=before[1:])
+        before = np.zeros(f.events.height + 1, np.int64)
+        np.cumsum(_in_mpi(f), out=before[1:])
         before.flags.writeable = False
         f._arrays["mpi_before"] = before
     return f._arrays["mpi_before"]
 
 
+def _in_mpi(f: Frames) -> I64:
+    """Each event's time in MPI: its duration (a folded polling loop the time inside its calls),
+    0 for ENV_CALLS and calls that never returned."""
+    enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
+    inside = f.column("inside_ns")
+    env = f.code_table(ENV_CALLS)[f.call_codes()]
+    in_mpi: I64 = np.where(env | (leave < 0), 0, np.where(inside >= 0, inside, leave - enter))
+    return in_mpi
+
+
 def rank_times(f: Frames) -> pl.DataFrame:
     """Per rank: t_start_ns (leave of MPI_Init, else first entry), t_end_ns (entry of
-    MPI_Finalize, else last leave), mpi_ns (time in calls other than ENV_CALLS) and
-    app_ns, as stats.py counts them; null times for a rank without events."""
+    MPI_Finalize, else last leave), mpi_ns (wall time in calls other than ENV_CALLS, on any of
+    its threads: busy.py) and app_ns, as stats.py counts them; null times for a rank without events."""
     enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
     codes, rank = f.call_codes(), f.column("rank")
     bounds = np.searchsorted(rank, np.arange(f.ranks + 1))  # events are in rank order
@@ -165,9 +173,11 @@ def rank_times(f: Frames) -> pl.DataFrame:
     first_enter = enter[np.minimum(bounds[:-1], max(rank.size - 1, 0))] if rank.size else np.zeros(f.ranks, np.int64)
     start = np.where(init_leave >= 0, init_leave, first_enter)
     end = np.where(fin_enter >= 0, fin_enter, last_leave)
-    before = mpi_ns_before(f)
+    # a folded polling loop's time inside its calls is counted from its entry (its calls' own times
+    # are not kept)
+    mpi = union_by_rank(rank, enter, enter + _in_mpi(f), f.ranks)
     return pl.DataFrame({
         "rank": np.arange(f.ranks, dtype=np.int32), "t_start_ns": start, "t_end_ns": end,
-        "mpi_ns": before[bounds[1:]] - before[bounds[:-1]], "app_ns": np.where(has, np.maximum(end - start, 0), 0),
+        "mpi_ns": mpi, "app_ns": np.where(has, np.maximum(end - start, 0), 0),
         "has": has,
     }).with_columns(pl.when(pl.col("has")).then(pl.col("t_start_ns", "t_end_ns"))).drop("has")

@@ -2,7 +2,9 @@
 
 Application time per rank runs from the exit of MPI_Init to the entry of
 MPI_Finalize (mpiP's convention); for a rank that never finalized, to its
-last recorded event. MPI time is the time inside the other MPI calls. Bytes: a message's once at its sender
+last recorded event. MPI time is the time inside the other MPI calls: wall time, where several
+threads of a rank were in MPI at once counted once (the per-call and per-call-site tables add
+up each call's own time, and their shares are of that sum). Bytes: a message's once at its sender
 and once at its receiver; a collective call's `bytes` as sent and `recv_bytes` as received
 by its rank (events.parquet).
 """
@@ -12,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from mpiscope.analysis.busy import union_by_rank
 from mpiscope.trace import Trace
 
 ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
@@ -79,7 +83,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
     # A folded polling loop (count > 1) is one row spanning its calls: its time in MPI is
     # inside_ns, and its longest call is taken as its mean one (the calls' own times are not kept).
     ev = trace.events().select(
-        "rank", "call", "t_enter_ns", "t_leave_ns", "bytes", "recv_bytes", "coll_id", "callsite", "count",
+        "rank", "thread", "call", "t_enter_ns", "t_leave_ns", "bytes", "recv_bytes", "coll_id", "callsite", "count",
         "inside_ns").with_columns(
         pl.coalesce("inside_ns", pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"),
         calls_in(ENV_CALLS).alias("env")).with_columns((pl.col("dur_ns") / pl.col("count")).alias("per_call_ns"))
@@ -91,6 +95,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("t_leave_ns").max().alias("t_last"),
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
         pl.col("count").sum().alias("calls"),
+        pl.col("thread").filter(~pl.col("env")).n_unique().alias("threads"),
         pl.col("bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_sent"),
         # recv_bytes: what each collective call received (null in traces that did not record it)
         pl.col("recv_bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_received"),
@@ -105,7 +110,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
             (pl.coalesce("t_fin", "t_last") - pl.coalesce("t_start", "t_first")).alias("app_time_ns"))
         .with_columns((pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
                       (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
-        .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
+        .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls", "threads",
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
                                                    "bytes_received", "collective_bytes_sent",
                                                    "collective_bytes_received")])
@@ -139,7 +144,9 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
     per_rank, per_call, callsites, pairs = pl.collect_all(
         [per_rank_q, per_call_q, callsites_q, pairs_q], engine="streaming",
         optimizations=pl.QueryOptFlags(comm_subplan_elim=False))
-    mpi_total = max(int(per_rank["mpi_time_ns"].sum()), 1)
+    per_rank = _threads_in_mpi_once(per_rank, ev)
+    # shares of the calls' time (threads of one rank in MPI at once each count theirs)
+    mpi_total = max(int(per_call["total_ns"].sum()), 1)
     pct = (100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi")
     per_call, callsites = per_call.with_columns(pct), callsites.with_columns(pct)
     counts = trace.manifest.get("counts", {})
@@ -155,3 +162,23 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         damage={key: trace.manifest.get(key, {}) for key in ("missing_ranks", "dropped_blocks", "dropped_records",
                                                               "damage")},
     )
+
+
+def _threads_in_mpi_once(per_rank: pl.DataFrame, ev: pl.LazyFrame) -> pl.DataFrame:
+    """A rank's MPI time as wall time: where several of its threads called MPI, the union of their
+    calls (busy.py) rather than their sum, which counts the moments they were in MPI together twice
+    (a rank can not spend more than its time in MPI). One rank at a time: memory stays bounded by
+    the largest rank's calls; the scan reads only its row groups."""
+    threaded = per_rank.filter(pl.col("threads") > 1)["rank"].to_list()
+    if not threaded:
+        return per_rank
+    union = {}
+    for rank in threaded:
+        rows = ev.filter((pl.col("rank") == rank) & ~pl.col("env") & pl.col("dur_ns").is_not_null()).select(
+            "t_enter_ns", (pl.col("t_enter_ns") + pl.col("dur_ns")).alias("end")).collect()
+        enter = rows["t_enter_ns"].to_numpy()
+        union[rank] = int(union_by_rank(np.zeros(enter.size, np.int64), enter, rows["end"].to_numpy(), 1)[0])
+    mpi = pl.col("rank").replace_strict(union, default=pl.col("mpi_time_ns"), return_dtype=pl.Int64)
+    return per_rank.with_columns(mpi.alias("mpi_time_ns")).with_columns(
+        (pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
+        (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))

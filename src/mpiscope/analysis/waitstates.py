@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mpiscope.analysis.busy import union_by_rank
 from mpiscope.analysis.frames import I64, Frames
 
 PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
@@ -257,3 +258,10 @@ def wait_state_rows(waits: pl.DataFrame, top_causes: int = TOP_CAUSES) -> pl.Dat
             .with_columns(pl.col("pattern").cast(pl.Utf8), pl.col("call").cast(pl.Utf8),
                           pl.col("callsite").cast(pl.Utf8))
             .sort(["seconds", "rank"], descending=[True, False]))
+
+
+def waited_by_rank(waits: pl.DataFrame, ranks: int) -> I64:
+    """Per rank: the wall time in which any of its threads waited (busy.py: the union of the waits'
+    [entry, release] intervals; the sum where the rank has one thread in MPI)."""
+    release, wait = waits["release_ns"].to_numpy(), waits["wait_ns"].to_numpy()
+    return union_by_rank(waits["rank"].to_numpy(), release - wait, release, ranks)

@@ -41,6 +41,11 @@ def render(s: Stats) -> None:
     output.table(
         "Top communicating pairs", ["src", "dst", "messages", "bytes"],
         [[r["src"], r["dst"], r["messages"], fmt_bytes(r["bytes"])] for r in s.pairs.iter_rows(named=True)])
+    threaded = s.per_rank.filter(s.per_rank["threads"] > 1)["rank"].to_list()
+    if threaded:
+        output.text(f"rank{'s' if len(threaded) > 1 else ''} {', '.join(map(str, threaded[:8]))}"
+                    f"{', ...' if len(threaded) > 8 else ''}: several threads in MPI; a rank's MPI time counts "
+                    f"the moments they were in MPI together once, the call tables each call's own time")
     output.text(f"unmatched messages: {s.unmatched_messages} "
                 f"({s.unmatched_sends} sends, {s.unmatched_recvs} receives)")
     if s.bcast_mode != "library":

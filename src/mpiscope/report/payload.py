@@ -95,7 +95,8 @@ def summary(s: Stats) -> dict[str, Any]:
 def per_family(events: pl.LazyFrame, ranks: int, call_names: list[str]) -> list[list[float]]:
     """Per rank (list index), ns in each family (list index = family code), over the calls that
     count as MPI time in `stats` (not MPI_Init/Finalize/Pcontrol; calls that never returned
-    left out), so that a rank's families add up to its mpi_time_ns."""
+    left out), so that a rank's families add up to its mpi_time_ns (within_mpi_time: where its
+    threads were in MPI at once)."""
     env = [i for i, n in enumerate(call_names) if n in ENV_CALLS]
     g = (
         events.filter(~pl.col("call").is_in(env) & pl.col("t1").is_not_nan())
@@ -107,6 +108,21 @@ def per_family(events: pl.LazyFrame, ranks: int, call_names: list[str]) -> list[
     r, f = g["rank"].to_numpy().astype(np.int64), g["family"].to_numpy().astype(np.int64)
     ok = r < ranks
     out[r[ok], f[ok]] = g["ns"].to_numpy()[ok]
+    rows: list[list[float]] = out.tolist()
+    return rows
+
+
+def within_mpi_time(families: list[list[float]], per_rank: pl.DataFrame) -> list[list[float]]:
+    """Each rank's families scaled to its MPI time where its threads were in MPI together (their
+    calls' times add up to more than the rank's wall time in MPI, stats.py): the bars show how the
+    rank's time divides, in the calls' proportions."""
+    out = np.asarray(families, float)
+    rank, mpi = per_rank["rank"].to_numpy().astype(np.int64), per_rank["mpi_time_ns"].to_numpy().astype(float)
+    ok = rank < out.shape[0]
+    rank, mpi = rank[ok], mpi[ok]
+    summed = out[rank].sum(axis=1)
+    over = summed > mpi
+    out[rank[over]] *= (mpi[over] / summed[over])[:, None]
     rows: list[list[float]] = out.tolist()
     return rows
 
@@ -169,7 +185,7 @@ def build(
         "stats": {
             "per_call": s.per_call.to_dicts(),
             "callsites": s.callsites.head(TOP_CALLSITES).to_dicts(),
-            "per_family": per_family(events, ranks, v.calls),
+            "per_family": within_mpi_time(per_family(events, ranks, v.calls), s.per_rank),
             "matrix": matrix(trace, ranks),
             "size_hist": size_hist(trace),
         },
