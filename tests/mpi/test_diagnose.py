@@ -83,6 +83,9 @@ CASES = {
     # one-sided: 3 iterations make 4 fences, rank 2 late to each
     "wait_at_fence": ("fence", 3, ["3", "60"], "wait_at_fence", "MPI_Win_fence", "FENCE",
                       {0: 4 * 0.060, 1: 4 * 0.060}, 2, "FENCE"),
+    # communicator creation agrees over the whole parent: a wait at N×N in MPI_Comm_split
+    "wait_at_comm_split": ("comm_split", 3, ["4", "60"], "wait_at_nxn", "MPI_Comm_split", "SPLIT",
+                           {0: 4 * 0.060, 1: 4 * 0.060}, 2, "SPLIT"),
 }
 
 

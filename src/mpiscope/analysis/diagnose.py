@@ -64,10 +64,11 @@ class Diagnosis:
 
 def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
     """Diagnose a trace; `eager_limit` (bytes): the smallest MPI_Send/Isend that waits for its receive."""
-    return diagnose_frames(load_frames(trace), eager_limit)
+    hosts = len(set(trace.manifest.get("hosts", {}).values()))
+    return diagnose_frames(load_frames(trace), eager_limit, hosts)
 
 
-def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
+def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0) -> Diagnosis:
     if eager_limit < 0:
         raise UsageError(f"eager limit {eager_limit} is negative; give a size in bytes, e.g. --eager-limit 65536")
     if f.events.height == 0:
@@ -92,5 +93,5 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagno
     return Diagnosis(
         run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
-        hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace), notes=notes,
+        hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts), notes=notes,
     )

@@ -171,28 +171,33 @@ def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int]) -> list[F
     return out
 
 
-def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str) -> Finding | None:
+def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
+                       hosts: int = 0) -> Finding | None:
     app = int(times["app_ns"].sum())
     busy = int(times["mpi_ns"].sum()) - sum(wait_ns.values())
     if app <= 0 or busy < COMM_BOUND_SHARE * app:
         return None
     text = (f"the ranks spend {100 * busy / app:.0f} % of their time in MPI without waiting for each other "
             f"({fmt_s(busy / 1e9)} of {fmt_s(app / 1e9)} summed over the ranks): the run is communication-bound")
-    return Finding("communication_bound", text, busy / 1e9, times["rank"].to_list(),
-                   f"place the ranks so that partners are close on a mesh or torus: mpiscope map --trace {trace} "
-                   f"--network torus:XxYxZ; or send fewer, larger messages",
+    if hosts == 1:  # no network between the ranks: their placement on one cannot help
+        advice = ("send fewer, larger messages; all ranks ran on one host, so placing them on a network "
+                  "will not help, and with more ranks than cores their time in MPI includes waiting for a core")
+    else:
+        advice = (f"place the ranks so that partners are close on a mesh or torus: mpiscope map --trace "
+                  f"{trace} --network torus:XxYxZ; or send fewer, larger messages")
+    return Finding("communication_bound", text, busy / 1e9, times["rank"].to_list(), advice,
                    {"mpi_busy_pct": 100 * busy / app})
 
 
 def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
-                   trace: str) -> list[Finding]:
-    """All findings, largest first."""
+                   trace: str, hosts: int = 0) -> list[Finding]:
+    """All findings, largest first; `hosts`: the run's hosts (0: not known)."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
     caused = waits.group_by("cause_rank").agg(pl.col("wait_ns").sum())
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots))
-    for extra in (imbalance_finding(imb, trace) if imb else None, comm_bound_finding(times, wait_ns, trace)):
+    for extra in (imbalance_finding(imb, trace) if imb else None, comm_bound_finding(times, wait_ns, trace, hosts)):
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9

@@ -17,6 +17,10 @@ positive, where t_ready is when the other rank made progress possible:
 * wait_at_fence (MPI_Win_fence): t_ready = the last entry into the same fence, the k-th
   fence of a window on each of its ranks (Scalasca's Wait at Fence; a fence that
   closes an epoch completes the RMA operations of every rank, so it waits for all).
+  Communicator creation over a whole communicator (MPI_Comm_split, _dup, _create,
+  MPI_Cart_create, ...) is wait_at_nxn in the same way: the k-th such call on a parent
+  communicator on each of its ranks is one instance (MPICH and Open MPI agree on the new
+  context with an allreduce or allgather over the parent, so each waits for the last).
 
 Nonblocking operations wait in the call that completes them (events.completed_by).
 One call can complete several operations (Waitall): its waiting is the largest of
@@ -72,6 +76,10 @@ NXN = _variants("MPI_Allreduce", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw
 BROADCAST = _variants("MPI_Bcast", "MPI_Scatter", "MPI_Scatterv")
 REDUCE = _variants("MPI_Reduce", "MPI_Gather", "MPI_Gatherv")
 FENCE = frozenset({"MPI_Win_fence"})
+# Collective over every rank of the parent (not Comm_create_group, Intercomm_create: a group or two leaders)
+COMM_CREATE = frozenset({"MPI_Comm_dup", "MPI_Comm_dup_with_info", "MPI_Comm_split", "MPI_Comm_split_type",
+                         "MPI_Comm_create", "MPI_Cart_create", "MPI_Cart_sub", "MPI_Graph_create",
+                         "MPI_Dist_graph_create", "MPI_Dist_graph_create_adjacent", "MPI_Intercomm_merge"})
 SYNC_SENDS = frozenset({"MPI_Ssend", "MPI_Ssend_c", "MPI_Issend", "MPI_Issend_c"})
 RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_c", "MPI_Sendrecv",
                               "MPI_Sendrecv_c", "MPI_Sendrecv_replace", "MPI_Sendrecv_replace_c",
@@ -189,10 +197,11 @@ def _collectives(f: Frames, tm: _Times) -> pl.DataFrame:
                        idx[src])
 
 
-def _fences(f: Frames, tm: _Times) -> pl.DataFrame:
-    """Wait at fence: the k-th MPI_Win_fence of a window on each rank is one instance (a rank's
-    events are in time order); every rank in it waits for the last to enter."""
-    idx = np.flatnonzero(f.code_table(FENCE)[f.call_codes()])
+def _kth_calls(f: Frames, tm: _Times, names: frozenset[str], pattern: str) -> pl.DataFrame:
+    """Wait at fence (and at communicator creation): the k-th of these calls on a window (a parent
+    communicator) on each rank is one instance (a rank's events are in time order); every rank in it
+    waits for the last to enter."""
+    idx = np.flatnonzero(f.code_table(names)[f.call_codes()])
     if idx.size == 0 or "comm" not in f.events.columns:
         return pl.DataFrame(schema=_CANDIDATE)
     rank = f.column("rank")[idx]
@@ -202,7 +211,7 @@ def _fences(f: Frames, tm: _Times) -> pl.DataFrame:
     t = tm.enter[idx]
     order, group, first = _by_instance(inst, t)
     last = order[np.append(first[1:], idx.size) - 1][group]
-    return _candidates(idx, PATTERN["wait_at_fence"], t[last], rank[last].astype(np.int32), idx[last])
+    return _candidates(idx, PATTERN[pattern], t[last], rank[last].astype(np.int32), idx[last])
 
 
 def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFrame:
@@ -213,7 +222,7 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
     (that computation minus the waiting rank's own before its wait)."""
     tm = _Times(f)
     c = pl.concat([_late_sender(f, tm), _late_receiver(f, tm, eager_limit), _collectives(f, tm),
-                   _fences(f, tm)])
+                   _kth_calls(f, tm, FENCE, "wait_at_fence"), _kth_calls(f, tm, COMM_CREATE, "wait_at_nxn")])
     wait = tm.wait(c["event"].to_numpy(), c["ready_ns"].to_numpy())
     c = (c.with_columns(pl.Series("wait_ns", wait)).filter(pl.col("wait_ns") > 0)
          .sort("wait_ns", descending=True).unique("event", keep="first").sort("event"))

@@ -1,0 +1,24 @@
+"""The communication-bound finding: its advice depends on whether the ranks had a network between them."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from mpiscope.analysis.findings import comm_bound_finding
+
+TIMES = pl.DataFrame({"rank": [0, 1], "app_ns": [1_000, 1_000], "mpi_ns": [900, 800]})
+
+
+def test_busy_run_on_several_hosts_suggests_placement():
+    f = comm_bound_finding(TIMES, {0: 100}, "t", hosts=2)
+    assert f is not None and f.kind == "communication_bound" and f.seconds == (1_700 - 100) / 1e9
+    assert "mpiscope map --trace t" in f.suggestion
+
+
+def test_busy_run_on_one_host_does_not_suggest_placement():
+    f = comm_bound_finding(TIMES, {0: 100}, "t", hosts=1)
+    assert f is not None and "mpiscope map" not in f.suggestion and "one host" in f.suggestion
+
+
+def test_a_run_that_mostly_waits_is_not_communication_bound():
+    assert comm_bound_finding(TIMES, {0: 800, 1: 700}, "t", hosts=2) is None
