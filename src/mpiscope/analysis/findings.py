@@ -155,10 +155,23 @@ def imbalance_finding(imb: Imbalance, trace: str) -> Finding | None:
                     "lost_seconds": lost})
 
 
-def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int]) -> list[Finding]:
+# Traffic too small to matter on its own: a megabyte takes a millisecond at 1 GB/s, and a
+# thousand messages about as long at a microsecond each. A rank below both is a hot spot (a
+# finding) only where the others waited for it.
+MIN_HOT_BYTES = 1 << 20
+MIN_HOT_MESSAGES = 1000
+
+
+def _heavy(h: HotSpot) -> bool:
+    return h.value >= (MIN_HOT_BYTES if h.measure.startswith("bytes") else MIN_HOT_MESSAGES)
+
+
+def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int], floor_s: float = 0.0) -> list[Finding]:
     out = []
     for rank in dict.fromkeys(h.rank for h in spots):
         mine = [h for h in spots if h.rank == rank]
+        if not any(_heavy(h) for h in mine) and caused_ns.get(rank, 0) / 1e9 < max(floor_s, 1e-9):
+            continue
         top = mine[0]
         what = top.measure.replace("_", " ")
         text = (f"rank {rank} is a hot spot: it handles {100 * top.share:.0f} % of all {what} "
@@ -201,5 +214,5 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9
-    found = [x for x in found if x.seconds >= floor] + hot_spot_findings(spots, caused_ns)
+    found = [x for x in found if x.seconds >= floor] + hot_spot_findings(spots, caused_ns, floor)
     return sorted(found, key=lambda x: -x.seconds)

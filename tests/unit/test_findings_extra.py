@@ -1,10 +1,12 @@
-"""The communication-bound finding: its advice depends on whether the ranks had a network between them."""
+"""Findings beside the wait states: communication-bound (its advice depends on whether the ranks had a
+network between them) and hot spots (only where the traffic or the waiting for it matters)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from mpiscope.analysis.findings import comm_bound_finding
+from mpiscope.analysis.findings import comm_bound_finding, hot_spot_findings
+from mpiscope.analysis.hotspots import HotSpot
 
 TIMES = pl.DataFrame({"rank": [0, 1], "app_ns": [1_000, 1_000], "mpi_ns": [900, 800]})
 
@@ -22,3 +24,11 @@ def test_busy_run_on_one_host_does_not_suggest_placement():
 
 def test_a_run_that_mostly_waits_is_not_communication_bound():
     assert comm_bound_finding(TIMES, {0: 800, 1: 700}, "t", hosts=2) is None
+
+
+def test_hot_spot_of_little_traffic_is_a_finding_only_where_others_waited():
+    small = HotSpot(3, "bytes_sent", 88, 22.0, 88)
+    heavy = HotSpot(0, "messages_received", 5_000, 1_250.0, 5_000)
+    assert [f.ranks for f in hot_spot_findings([heavy, small], {})] == [[0]]
+    assert [f.ranks for f in hot_spot_findings([small], {3: 2_000_000}, floor_s=0.001)] == [[3]]
+    assert hot_spot_findings([small], {3: 500_000}, floor_s=0.001) == []
