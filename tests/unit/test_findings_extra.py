@@ -32,3 +32,26 @@ def test_hot_spot_of_little_traffic_is_a_finding_only_where_others_waited():
     assert [f.ranks for f in hot_spot_findings([heavy, small], {})] == [[0]]
     assert [f.ranks for f in hot_spot_findings([small], {3: 2_000_000}, floor_s=0.001)] == [[3]]
     assert hot_spot_findings([small], {3: 500_000}, floor_s=0.001) == []
+
+
+def test_waits_at_collectives_are_not_laid_at_a_hot_spot():
+    """Ranks 1-3 each send rank 0 one message (rank 0 is a hot spot by messages received), then wait
+    for rank 0 at barriers: those waits are the barrier's, not the hot spot's."""
+    from tests.unit.test_waitstates import Run
+
+    from mpiscope.analysis.diagnose import diagnose_frames
+
+    run = Run(4)
+    for r in range(4):
+        run.call(r, "MPI_Init", 0, 5)
+    for w in (1, 2, 3):
+        run.send(run.call(w, "MPI_Send", 10, 11), run.call(0, "MPI_Recv", 10 + w, 12 + w))
+    for b in range(5):  # rank 0 enters every barrier 1,000 ns late
+        t = 100 + 2_000 * b
+        for r in range(4):
+            run.call(r, "MPI_Barrier", t + (1_000 if r == 0 else 0), t + 1_010, coll=b)
+    d = diagnose_frames(run.frames()).to_json()
+    assert any(h["rank"] == 0 for h in d["hot_spots"])
+    assert not [f for f in d["findings"] if f["kind"] == "hot_spot"]
+    barrier = [f for f in d["findings"] if f["kind"] == "wait_at_barrier"]
+    assert barrier and "hot spot" not in barrier[0]["text"] and "master" not in barrier[0]["suggestion"]

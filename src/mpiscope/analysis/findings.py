@@ -28,6 +28,9 @@ DELAY_EXPLAINS = 0.1
 # Below this imbalance (100·(max − mean)/max over the run) the spread of computation is within
 # what scheduling noise gives a balanced program on a shared node: no finding.
 IMBALANCE_MIN_PCT = 5.0
+# A hot spot delays the others through its messages: only these waits are laid at its door
+# (a wait at a barrier or N×N collective for the same rank has other causes).
+POINT_TO_POINT_WAITS = ("late_sender", "late_sender_wrong_order", "late_receiver")
 HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out work in larger pieces or from "
                    "the workers to each other, so that no single rank handles most messages")
 
@@ -122,7 +125,7 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
                     "cause_rank": r["cause_rank"], "cause_call": r["cause_call"],
                     "cause_callsite": r["cause_callsite"], "cause_from_callsite": r["cause_from_callsite"],
                     "delay_seconds_per_instance": r["delay_ns"] / 1e9}
-        if r["cause_rank"] in hot:
+        if r["cause_rank"] in hot and p in POINT_TO_POINT_WAITS:
             text += f"; rank {r['cause_rank']} is a hot spot that the others wait for"
             advice = HOT_SPOT_ADVICE
         else:
@@ -207,7 +210,8 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     """All findings, largest first; `hosts`: the run's hosts (0: not known)."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
-    caused = waits.group_by("cause_rank").agg(pl.col("wait_ns").sum())
+    caused = (waits.filter(pl.col("pattern").cast(pl.Utf8).is_in(POINT_TO_POINT_WAITS))
+              .group_by("cause_rank").agg(pl.col("wait_ns").sum()))
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots))
     for extra in (imbalance_finding(imb, trace) if imb else None, comm_bound_finding(times, wait_ns, trace, hosts)):

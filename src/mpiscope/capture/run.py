@@ -46,9 +46,16 @@ class RunResult:
     manifest: dict[str, Any]
 
 
+def launcher_name(path: str) -> str:
+    """A launcher's name without the suffix of Debian's alternatives (mpiexec.openmpi, mpirun.mpich)."""
+    name = Path(path).name
+    base, _, suffix = name.partition(".")
+    return base if base in {"mpiexec", "mpirun"} and suffix in {"openmpi", "mpich"} else name
+
+
 def program_of(cmd: list[str]) -> str | None:
     """The program a launcher command starts (None if cmd is not a launcher)."""
-    if Path(cmd[0]).name not in LAUNCHERS:
+    if launcher_name(cmd[0]) not in LAUNCHERS:
         return None
     i = 1
     while i < len(cmd):
@@ -77,13 +84,14 @@ def _check_command(cmd: list[str]) -> None:
         raise UsageError(f"command {cmd[0]} not found; give its path or add its directory to PATH")
     prog = program_of(cmd)
     if prog is not None and not shutil.which(prog) and not Path(prog).is_file():
-        raise UsageError(f"program {prog} not found; give its path (e.g. ./{prog}) or build it first")
+        example = prog if "/" in prog else f"./{prog}"
+        raise UsageError(f"program {prog} not found; give its path (e.g. {example}) or build it first")
 
 
 def _check_mpi(cmd: list[str], built: MpiInfo) -> None:
     """Refuse a launcher of another MPI than the one libmpiscope was built for."""
     launcher = shutil.which(cmd[0])
-    if launcher is None or Path(launcher).name not in LAUNCHERS - {"srun"}:
+    if launcher is None or launcher_name(launcher) not in LAUNCHERS - {"srun"}:
         return
     impl, version = launcher_mpi(launcher)
     if impl != "unknown" and built.implementation != "unknown" and impl != built.implementation:
