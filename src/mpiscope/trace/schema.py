@@ -19,7 +19,8 @@ EVENTS = {
     "comm": "communicator (or window) id, 0 = MPI_COMM_WORLD; see comms.parquet",
     "peer": "peer as world rank (destination, source, RMA target); null if none or MPI_ANY_SOURCE",
     "tag": "tag; null if none or MPI_ANY_TAG",
-    "bytes": "bytes: of the message for point-to-point; sent by this rank for collectives",
+    "bytes": "bytes: of the message for point-to-point (a nonblocking receive: of its buffer, as posted; "
+    "its completion's row and messages.parquet have the message's); sent by this rank for collectives",
     "recv_bytes": "collectives (and *_init calls of persistent ones): bytes this rank received, as the MPI "
     "standard defines its receive buffer; null for other calls and in traces recorded before format 4",
     "root": "root as world rank for rooted collectives",
