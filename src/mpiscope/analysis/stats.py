@@ -94,7 +94,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("t_enter_ns").min().alias("t_first"),
         pl.col("t_leave_ns").max().alias("t_last"),
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
-        pl.col("count").sum().alias("calls"),
+        pl.col("count").filter(~pl.col("env")).sum().alias("calls"),  # as the per-call table counts them
         pl.col("thread").filter(~pl.col("env")).n_unique().alias("threads"),
         pl.col("bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_sent"),
         # recv_bytes: what each collective call received (null in traces that did not record it)
