@@ -8,6 +8,8 @@ MS.COMPUTE_COLOR = "#cfd6df";
 MS.fmtAuto = function (key) {
   if (/_ns$/.test(key)) return MS.fmtDur;
   if (/pct/.test(key)) return MS.fmtPct;
+  // received bytes are recorded for collectives only: a point-to-point call's 0 means none recorded
+  if (key === "recv_bytes") return (v) => (v ? MS.fmtBytes(v) : "–");
   if (/bytes/.test(key)) return MS.fmtBytes;
   if (/seconds$/.test(key)) return (v) => MS.fmtDur(v * 1e9);
   return (v) => (typeof v === "number" ? (Number.isInteger(v) ? MS.fmtCount(v) : v.toPrecision(4)) : v === null || v === undefined ? "–" : String(v));
