@@ -80,8 +80,9 @@ def _suggestion(pattern: str, trace: str, ranks: int) -> str:
     rebalance = f"balance that work: mpiscope rebalance {trace} --shares ROWSx{ranks}"
     return {
         "late_sender": rebalance,
-        "late_sender_wrong_order": f"receive the messages in the order they are sent (MPI_ANY_SOURCE, or an "
-                                   f"MPI_Irecv per sender and MPI_Waitany), and {rebalance}",
+        "late_sender_wrong_order": f"receive the messages in the order they arrive: an MPI_Irecv per sender "
+                                   f"and MPI_Waitany or MPI_Waitall (MPI_ANY_SOURCE only where any order of "
+                                   f"the messages is correct), and {rebalance}",
         "late_receiver": f"post the receive before the computation (MPI_Irecv early) or let the send go on "
                          f"(MPI_Isend, or MPI_Send below the eager limit), or {rebalance}",
         "wait_at_barrier": f"{rebalance}; or drop the barrier if nothing depends on it",
