@@ -125,7 +125,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
              pl.col("bytes").sum().alias("bytes"), (pl.col("bytes").sum() / pl.col("count").sum()).alias("mean_bytes"),
              pl.col("recv_bytes").sum().alias("recv_bytes"))
         .with_columns(pl.col("call").cast(pl.Utf8))
-        .sort("total_ns", descending=True)
+        .sort(["total_ns", "call"], descending=[True, False])  # ties in a fixed order, run after run
     )
     callsites_q = (
         mpi_calls.group_by("call", "callsite")
@@ -133,7 +133,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
              pl.col("dur_ns").sum().alias("total_ns"), (pl.col("dur_ns").sum() / pl.col("count").sum()).alias("mean_ns"),
              pl.col("per_call_ns").max().alias("max_ns"), pl.col("bytes").sum().alias("bytes"))
         .with_columns(pl.col("call").cast(pl.Utf8))
-        .sort("total_ns", descending=True).head(top)
+        .sort([pl.col("total_ns"), pl.col("call"), pl.col("callsite").cast(pl.Utf8)],
+              descending=[True, False, False], nulls_last=True).head(top)
     )
     pairs_q = (
         msgs.group_by("src", "dst").agg(pl.len().alias("messages"), pl.col("bytes").sum().alias("bytes"))
