@@ -232,3 +232,29 @@ def test_click_collective_shows_every_rank(opened: Opened, artifacts: Path) -> N
     assert int(float(d["coll"])) == c["coll_id"]
     assert int(d["members"]) == ev.height == c["ranks"]
     assert [int(r) for r in rows] == ev["rank"].to_list()
+
+
+def test_time_axis_labels_do_not_overlap_deep_in_the_run(opened: Opened) -> None:
+    """At microsecond zoom seconds into a run a label is long ("3 600 004.25 µs"): the ticks are
+    spaced wide enough for the widest of them. The axis of windows at 0.3 s-1 h into a run (this
+    trace is shorter: the window is set, not drawn)."""
+    for start, width in ((3e8, 1e3), (3.6e9, 2e3), (3.6e9, 5e4), (3.6e12, 1e4), (3.6e12, 1e7)):
+        spacing, widest, labels = opened.page.evaluate("""([a, w]) => {
+            const tl = mpiscope.timeline.object, vs = tl.vs, ve = tl.ve;
+            tl.vs = a; tl.ve = a + w;
+            const step = tl.tickStep(), ts = tl.ticks();
+            tl.ctx.save(); tl.ctx.font = tl.font(11);
+            const widest = Math.max(...ts.map((t) => tl.ctx.measureText(MS.fmtTime(t, step)).width));
+            tl.ctx.restore();
+            tl.vs = vs; tl.ve = ve;
+            return [step / ((a + w - a) / tl.g.cols), widest, ts.map((t) => MS.fmtTime(t, step))];
+        }""", [start, width])
+        assert len(labels) >= 2 and spacing > widest, (start, width, spacing, widest, labels)
+
+
+def test_long_call_sites_keep_their_line(opened: Opened) -> None:
+    """A call-site cell cut at its end would lose the line that tells a function's call sites apart."""
+    got = opened.page.evaluate("""() => [
+        MS.shortSite("CommSBN(Domain&, int, double& (Domain::**)(int)) (lulesh-comm.cc:911)"),
+        MS.shortSite("exchange_halo (hpcg_like.c:33)"), MS.shortSite(null)]""")
+    assert got == ["CommSBN(…) (lulesh-comm.cc:911)", "exchange_halo (hpcg_like.c:33)", "–"]

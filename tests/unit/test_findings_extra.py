@@ -55,3 +55,27 @@ def test_waits_at_collectives_are_not_laid_at_a_hot_spot():
     assert not [f for f in d["findings"] if f["kind"] == "hot_spot"]
     barrier = [f for f in d["findings"] if f["kind"] == "wait_at_barrier"]
     assert barrier and "hot spot" not in barrier[0]["text"] and "master" not in barrier[0]["suggestion"]
+
+
+def test_a_late_sender_that_was_itself_held_up_is_not_told_to_rebalance():
+    """Rank 1 sends late because it waited for rank 2 first, not because it computed longer: the
+    advice points at what held it up."""
+    from tests.unit.test_waitstates import Run
+
+    from mpiscope.analysis.diagnose import diagnose_frames
+
+    run = Run(3)
+    for r in range(3):
+        run.call(r, "MPI_Init", 0, 5)
+    for i in range(4):
+        t = 100 + 10_000 * i
+        recv0 = run.call(0, "MPI_Recv", t, t + 5_000)                  # waits for rank 1
+        recv1 = run.call(1, "MPI_Recv", t, t + 4_990)                  # waits for rank 2
+        run.send(run.call(2, "MPI_Send", t + 4_980, t + 4_985), recv1)  # rank 2 computed 4,880 ns more
+        run.send(run.call(1, "MPI_Send", t + 4_995, t + 4_998), recv0)
+    d = diagnose_frames(run.frames()).to_json()
+    held = [f for f in d["findings"] if f["kind"] == "late_sender" and f["ranks"] == [0]]
+    assert held and "did not compute noticeably longer" in held[0]["text"], d["findings"]
+    assert "mpiscope rebalance" not in held[0]["suggestion"] and "held rank 1 up" in held[0]["suggestion"]
+    explained = [f for f in d["findings"] if f["kind"] == "late_sender" and f["ranks"] == [1]]
+    assert explained and "mpiscope rebalance" in explained[0]["suggestion"]

@@ -31,6 +31,8 @@ IMBALANCE_MIN_PCT = 5.0
 # A hot spot delays the others through its messages: only these waits are laid at its door
 # (a wait at a barrier or N×N collective for the same rank has other causes).
 POINT_TO_POINT_WAITS = ("late_sender", "late_sender_wrong_order", "late_receiver")
+# Waits whose only advice is to rebalance: wrong advice where the late rank did not compute longer.
+REBALANCE_ONLY = ("late_sender", "wait_at_nxn", "wait_at_fence")
 HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out work in larger pieces or from "
                    "the workers to each other, so that no single rank handles most messages")
 
@@ -94,11 +96,21 @@ def _suggestion(pattern: str, trace: str, ranks: int) -> str:
     }[pattern]
 
 
+def _explained(r: dict[str, Any]) -> bool:
+    """A delay well below the wait does not explain it: the late rank was itself held up before."""
+    return bool(r["delay_ns"] > DELAY_EXPLAINS * r["wait_ns"] / r["instances"])
+
+
+def _held_up_advice(rank: int) -> str:
+    # rebalancing moves computation, and rank `rank` did not compute longer: the delay is elsewhere
+    return (f"find what held rank {rank} up before (the critical path leads there) rather than rebalance; "
+            f"with more ranks than cores, waits like this are the ranks taking turns on the cores")
+
+
 def _cause_text(r: dict[str, Any]) -> str:
     late = f"rank {r['cause_rank']}"
     where = f"{r['cause_call']} at {r['cause_callsite'] or '?'}"
-    # a delay well below the wait does not explain it: the late rank was itself held up before
-    if r["delay_ns"] > DELAY_EXPLAINS * r["wait_ns"] / r["instances"]:
+    if _explained(r):
         return f"{late} computed {fmt_s(r['delay_ns'] / 1e9)} longer before {where}"
     return (f"{late} did not compute noticeably longer just before {where}: it was held up earlier "
             f"(see the critical path)")
@@ -129,6 +141,8 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
         if r["cause_rank"] in hot and p in POINT_TO_POINT_WAITS:
             text += f"; rank {r['cause_rank']} is a hot spot that the others wait for"
             advice = HOT_SPOT_ADVICE
+        elif p in REBALANCE_ONLY and not _explained(r):
+            advice = _held_up_advice(r["cause_rank"])
         else:
             advice = _suggestion(p, trace, ranks)
         out.append(Finding(p, text, seconds, r["ranks"], advice, evidence))

@@ -15,10 +15,21 @@ MS.fmtAuto = function (key) {
   return (v) => (typeof v === "number" ? (Number.isInteger(v) ? MS.fmtCount(v) : v.toPrecision(4)) : v === null || v === undefined ? "–" : String(v));
 };
 
+// "CommSBN(Domain&, int, double& (Domain::**)(int)) (lulesh-comm.cc:911)" -> "CommSBN(…) (lulesh-comm.cc:911)":
+// a cell cut at its end would lose the line, the one part that tells a function's call sites apart
+// (the cell's title keeps the whole signature).
+MS.shortSite = function (v) {
+  const s = v === null || v === undefined ? "–" : String(v), i = s.lastIndexOf(" (");
+  if (s.length <= 48 || i <= 0) return s;
+  const j = s.indexOf("(");
+  return j > 0 && j < i ? `${s.slice(0, j)}(…)${s.slice(i)}` : s;
+};
+
 MS.columnsFor = function (rows, labels, order) {
   const keys = order.filter((k) => rows.length && k in rows[0]);
   for (const k of Object.keys(rows[0] || {})) if (!keys.includes(k)) keys.push(k);
-  return keys.map((k) => ({ key: k, label: labels[k] || k.replace(/_/g, " "), fmt: MS.fmtAuto(k),
+  return keys.map((k) => ({ key: k, label: labels[k] || k.replace(/_/g, " "),
+                            fmt: k === "callsite" ? MS.shortSite : MS.fmtAuto(k),
                             num: rows.length > 0 && typeof rows[0][k] === "number", full: k === "callsite" }));
 };
 

@@ -257,7 +257,18 @@ MS.Timeline = class {
     return out;
   }
   tickStep() {
-    return MS.niceStep((this.ve - this.vs) * (MS.TL.LABEL_PX * this.g.dpr) / this.g.cols);
+    const nsPerDev = (this.ve - this.vs) / this.g.cols;
+    let step = MS.niceStep(nsPerDev * MS.TL.LABEL_PX * this.g.dpr);
+    // Deep in a long run a label is long ("147 421 557.5 µs"): widen the step until the widest fits.
+    this.ctx.save();
+    this.ctx.font = this.font(11);
+    for (let i = 0; i < 6; i++) {
+      const w = this.ctx.measureText(MS.fmtTime(this.ve, step)).width + 16 * this.g.dpr;
+      if (w <= step / nsPerDev) break;
+      step = MS.niceStep(step * 2.2);  // the next of 1, 2, 5 × 10^k
+    }
+    this.ctx.restore();
+    return step;
   }
 
   reportStatus(frame) {

@@ -19,13 +19,16 @@ Object.assign(MS.Timeline.prototype, {
     ctx.font = this.font(11);
     ctx.textBaseline = "top";
     ctx.fillStyle = "#4b5563";
+    let right = -Infinity;
     for (const t of this.ticks()) {
       const x = Math.round(this.xDev(t));
       ctx.fillRect(x, g.top - 6 * dpr, dpr, 6 * dpr);
       const label = MS.fmtTime(t, step);
       const w = ctx.measureText(label).width;
       const lx = Math.min(Math.max(x - w / 2, g.x0 - 4 * dpr), g.x0 + g.cols - w);
+      if (lx < right + 6 * dpr) continue;  // pushed inside at an edge onto its neighbour: tick only
       ctx.fillText(label, lx, 6 * dpr);
+      right = lx + w;
     }
     ctx.fillStyle = "#9aa3af";
     ctx.font = this.font(10, 600);

@@ -70,6 +70,10 @@ Object.assign(MS.Timeline.prototype, {
     } else if (dy !== 0) {
       this.zoomAround(this.tOfDev(this.devX(e)), Math.exp(Math.max(-1, Math.min(1, dy * 0.002))));
     }
+    // Another call or pixel is under the cursor now: hover it once the new view is drawn, rather than
+    // keep showing the one from before the zoom until the mouse moves.
+    const x = this.devX(e), y = this.devY(e);
+    this.settled().then(() => { if (!this.drag) this.setHover(this.hitTest(x, y), e); });
   },
 
   onKey(e) {
