@@ -132,8 +132,10 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
         whom = {"late_broadcast": f"the root, rank {r['cause_rank']}",
                 "early_reduce": f"rank {r['cause_rank']}, the first to contribute",
                 "late_receiver": f"rank {r['cause_rank']} to post its receive"}.get(p, f"rank {r['cause_rank']}")
+        n = r["instances"]  # waiting calls: with several ranks waiting, more than the instances waited at
+        often = f"{n:,} time{'s' if n != 1 else ''}" if len(r["ranks"]) == 1 else f"{n:,} waiting calls"
         text = (f"{who} waited {fmt_s(seconds)} in {r['call']} at {r['callsite'] or '?'} for {whom} "
-                f"({LABEL[p]}, {r['instances']} time{'s' if r['instances'] != 1 else ''}); {_cause_text(r)}")
+                f"({LABEL[p]}, {often}); {_cause_text(r)}")
         evidence = {"pattern": p, "call": r["call"], "callsite": r["callsite"], "instances": r["instances"],
                     "cause_rank": r["cause_rank"], "cause_call": r["cause_call"],
                     "cause_callsite": r["cause_callsite"], "cause_from_callsite": r["cause_from_callsite"],

@@ -53,6 +53,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                            description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
         if verb == chosen:
             mod = sys.modules[name]
+            # -v and -q after the verb too (mpiscope stats t -q); absent there, the ones before it hold
+            p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
             mod.prepare_parser(p)
             p.set_defaults(handler=mod.run)
     return parser

@@ -139,7 +139,7 @@ MS.charts.matrix = function (host, M, metric) {
 MS.charts.histogram = function (host, bins) {
   if (!bins || !bins.length) { host.append(MS.el("p", { class: "muted" }, "No point-to-point message.")); return; }
   // padB holds the longest rotated label ("512 KiB–1 MiB": ~85 px at -35°, 12 px below the axis)
-  const W = 560, H = 240, padL = 48, padB = 68, padT = 10;
+  const W = 560, H = 240, padL = 60, padB = 68, padT = 10;  // padL: a count of six digits and its comma
   const n = bins.length, bw = Math.min(64, (W - padL - 8) / n), max = Math.max(1, ...bins.map((b) => b.count));
   const left = padL + ((W - padL - 8) - n * bw) / 2;
   const svg = MS.svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": "message sizes" });
