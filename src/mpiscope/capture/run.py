@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -36,6 +37,8 @@ VALUE_OPTIONS = {
 }
 TWO_VALUE_OPTIONS = {"-genv", "-env", "--mca", "-mca", "--prtemca", "--pmixmca"}
 MIN_FREE_BYTES = 16 << 20  # a few 2 MiB blocks per rank, and the merged tables
+# An MPI library in `ldd` output (libmpi_abi is left out: such programs are handed over to the abi/ build).
+LIBMPI_LINE = re.compile(r"^\s*(?:libmpi|libmpich)\.so[.\d]*\s+=>\s+(/\S+)")
 
 
 @dataclass
@@ -99,6 +102,32 @@ def _check_mpi(cmd: list[str], built: MpiInfo) -> None:
                        f"use that MPI's mpiexec, or rebuild: mpiscope doctor --rebuild --mpicc /path/to/mpicc")
 
 
+def linked_libmpi(program: str) -> str | None:
+    """The MPI library `program` loads, by ldd; None for scripts, interpreters and what ldd cannot read."""
+    path = shutil.which(program) or program
+    ldd = shutil.which("ldd")
+    if ldd is None or not Path(path).is_file():
+        return None
+    try:
+        out = subprocess.run([ldd, path], capture_output=True, text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = (LIBMPI_LINE.match(line) for line in out.splitlines())
+    return next((m.group(1) for m in found if m), None)
+
+
+def _check_program_mpi(cmd: list[str], built: MpiInfo) -> None:
+    """Refuse a program linked to another libmpi than libmpiscope's: preloaded first, libmpiscope's
+    libmpi would shadow the program's (it runs on another MPI, or fails to start on mixed libraries)."""
+    program = program_of(cmd) or cmd[0]
+    linked = linked_libmpi(program)
+    if linked is None or not built.libmpi or os.path.realpath(linked) == os.path.realpath(built.libmpi):
+        return
+    raise MpiError(f"{program} is linked to {linked}, but libmpiscope was built for {built.libmpi} "
+                   f"({built.label}), on which the program would run instead; rebuild it for the program's "
+                   f"MPI: mpiscope doctor --rebuild --mpicc /path/to/its/mpicc")
+
+
 def _prepare_dir(out: Path, force: bool) -> None:
     """Refuse before writing anything; --force replaces only a previous trace's files."""
     if out.exists() and not out.is_dir():
@@ -138,6 +167,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
     library = lib_dir()
     built = built_against(library)
     _check_mpi(cmd, built)
+    _check_program_mpi(cmd, built)
     out = Path(out)
     _prepare_dir(out, force)
     calls = json.loads((library / "calls.json").read_text())
@@ -181,7 +211,9 @@ def run_unrecorded(cmd: list[str], bcast: dict[str, Any]) -> int:
     """Run cmd with libmpiscope preloaded for the broadcast alone: no trace is written."""
     _check_command(cmd)
     library = lib_dir()
-    _check_mpi(cmd, built_against(library))
+    built = built_against(library)
+    _check_mpi(cmd, built)
+    _check_program_mpi(cmd, built)
     env = launcher_env(dict(os.environ))
     env.pop("MPISCOPE_DIR", None)
     env["LD_PRELOAD"] = ":".join(filter(None, [str(library / "libmpiscope.so"), env.get("LD_PRELOAD")]))
