@@ -103,18 +103,24 @@ def plan_tiles(c: Columns, room: int, tile_max: int, t: Stages) -> Plan:
     guess_all = per_row * float(counts.sum())
     t.done(f"event level {k_ev}")
     inp = BinInput.from_columns(c)
-    if guess_all <= 0.9 * room:  # every event should fit: bins only above the event level
-        bins = budget.take_levels(tiles.bin_levels(inp, min(deepest, k_ev)), int(room - guess_all))
-    else:
-        bins = budget.take_levels(tiles.bin_levels(inp, deepest), int(budget.PYRAMID_SHARE * room))
+
+    def take_events(room_left: float) -> budget.Taken:
+        return budget.take_tiles(order, lambda i: tiles.event_key(k_ev, i), ev.encode, int(room_left),
+                                 per_row * float(counts.max()) if order else 1.0)
+
+    if guess_all <= 0.9 * room:
+        # Every event should fit: the event tiles first, then the bins above the event level in what
+        # they leave. (Bins first, given room less the guess, lost the last tile whenever the guess,
+        # made from one tile, was a little low: a report of every event came out incomplete.)
+        events = take_events(room)
+        if len(events.ids) == len(order):
+            bins = budget.take_levels(tiles.bin_levels(inp, min(deepest, k_ev)), int(room - events.used))
+            t.done(f"{len(events.ids)} event tiles, bin levels 0-{bins.deepest}")
+            return Plan(k_ev, bins, events, len(order))
+    # not every event fits: bins down to the deepest level within PYRAMID_SHARE, the busiest tiles in the rest
+    bins = budget.take_levels(tiles.bin_levels(inp, deepest), int(budget.PYRAMID_SHARE * room))
     t.done(f"bin levels 0-{bins.deepest}")
-    events = budget.take_tiles(
-        order,
-        lambda i: tiles.event_key(k_ev, i),
-        ev.encode,
-        room - bins.used,
-        per_row * float(counts.max()) if order else 1.0,
-    )
+    events = take_events(room - bins.used)
     t.done(f"{len(events.ids)} event tiles")
     return Plan(k_ev, bins, events, len(order))
 
