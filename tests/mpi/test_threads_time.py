@@ -46,4 +46,4 @@ def test_threads_in_mpi_at_once_count_once(tmp_path, build_dir):
     assert p0["mpi_seconds"] * 1e9 == pytest.approx(union, abs=1)
     assert 0.1 <= p0["wait_seconds"] <= p0["mpi_seconds"] <= p0["app_seconds"]
     waited = sum(w["seconds"] for w in d["wait_states"] if w["rank"] == 0)
-    assert waited > 1.5 * p0["wait_seconds"]  # each thread's wait, in the wait states
+    assert waited > 1.2 * p0["wait_seconds"]  # each thread's wait, in the wait states (overlap: as above)
