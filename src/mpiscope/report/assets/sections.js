@@ -87,7 +87,8 @@ MS.renderDiagnosis = function (data, zoom) {
   if (!findings.length) host.append(MS.el("p", { class: "muted" }, "Nothing to report: no wait state or imbalance stands out."));
   host.append(MS.el("ol", { class: "findings" }, findings.map((f) => MS.el("li", { class: "finding" },
     MS.el("div", { class: "f-head" }, MS.el("span", { class: "badge" }, String(f.kind || "finding").replace(/_/g, " ")),
-      typeof f.seconds === "number" ? MS.el("span", { class: "f-sec" }, MS.fmtDur(f.seconds * 1e9)) : null,
+      typeof f.seconds === "number" ? MS.el("span", { class: "f-sec", title: "time lost, summed over the ranks that lost it" },
+        `${MS.fmtDur(f.seconds * 1e9)} rank time`) : null,
       f.ranks && f.ranks.length ? MS.el("span", { class: "f-ranks" }, `rank${f.ranks.length > 1 ? "s" : ""} ${f.ranks.slice(0, 12).join(", ")}${f.ranks.length > 12 ? ", …" : ""}`) : null),
     MS.el("p", {}, f.text || ""),
     f.suggestion ? MS.el("p", { class: "f-do" }, "What to do: ", MS.el("code", {}, f.suggestion)) : null))));

@@ -13,6 +13,13 @@ MS.TL = {
   LABEL_PX: 110,              // CSS px per time-axis label
 };
 
+// The note over a view the report holds no single calls for, or only for part of.
+MS.TL.noDetailNote = function (heldShare) {
+  if (heldShare <= 0) return "No single calls are embedded for this window: run `mpiscope view` on the trace to see them.";
+  return `Single calls are embedded for ${Math.round(Math.min(heldShare, 0.99) * 100)} % of this window (green on the axis): ` +
+    "zoom into that part, or run `mpiscope view` to see them all.";
+};
+
 // Pixel rows of the ranks: one rank per row while they fit (rows of at least 1 device px),
 // else `group` consecutive ranks share a 1-pixel row and their shares are averaged.
 MS.rankLayout = function (ranks, rowsDev, maxRowDev) {
@@ -117,7 +124,7 @@ MS.Timeline = class {
   view() {
     const f = this.frame || {};
     return { t_start: this.vs, t_end: this.ve, mode: f.mode || "bins", states: f.states || 0,
-             messages: f.messages || 0, level: f.level, complete: !!f.complete };
+             messages: f.messages || 0, level: f.level, complete: !!f.complete, note: f.note || null };
   }
 
   invalidate() {
@@ -162,12 +169,23 @@ MS.Timeline = class {
     if (i1 - i0 + 1 > MS.TL.MAX_EVENT_TILES) return { tooMany: true };
     const keys = [];
     for (let i = i0; i <= i1; i++) keys.push(MS.TileSource.key("e", k, i));
-    if (!keys.every((key) => src.has(key))) return { absent: true };
+    if (!keys.every((key) => src.has(key))) return { absent: true, heldShare: this.heldShare(k, i0, i1) };
     keys.forEach((key) => src.request(key));
     const tiles = keys.map((key) => src.peek(key));
     if (!tiles.every(Boolean)) return { missing: tiles.filter((t) => !t).length };
     if (tiles.some((t) => t.attrs.truncated)) return { truncated: true };
     return { tiles };
+  }
+
+  // The share of the view's time that the embedded event tiles of level k cover (the
+  // report embeds the busiest windows only, so a view can straddle their edge).
+  heldShare(k, i0, i1) {
+    const ts = this.span / Math.pow(2, k);
+    let held = 0;
+    for (let i = i0; i <= i1; i++) {
+      if (this.source.has(MS.TileSource.key("e", k, i))) held += Math.max(0, Math.min(this.ve, (i + 1) * ts) - Math.max(this.vs, i * ts));
+    }
+    return held / Math.max(this.ve - this.vs, 1e-300);
   }
 
   // ---- drawing --------------------------------------------------------------------------------
@@ -216,7 +234,10 @@ MS.Timeline = class {
     frame.noDetail = !!(events && events.absent);
     frame.loading = !bins || found.avail !== frame.level || !!(events && events.missing);
     frame.complete = !frame.loading;
-    if (frame.noDetail) this.drawNote("No single calls are embedded for this window: run `mpiscope view` on the trace to see them.");
+    if (frame.noDetail) {
+      frame.note = MS.TL.noDetailNote(events.heldShare || 0);
+      this.drawNote(frame.note);
+    }
     this.frame = frame;
     this.drawOverlay();
     const ms = performance.now() - t0;
