@@ -22,7 +22,7 @@ from mpiscope.trace.reader import rank_files, read_rank_file
 
 DATA = Path(__file__).parent.parent / "data" / "merge"
 SAME_MANIFEST = ("counts", "ranks", "t0_ns", "warnings", "unfinished_calls", "truncated_ranks", "clock",
-                 "missing_ranks", "rank_states")
+                 "missing_ranks", "rank_states", "placement")
 
 
 def tables(path: Path) -> dict[str, pl.DataFrame]:

@@ -128,6 +128,43 @@ def test_wrong_order():
     assert waits_by(run) == {("late_sender_wrong_order", 0): 80}
 
 
+def _wrong_order_run(send_between: bool) -> Run:
+    """Rank 0 waits for rank 2's late message while rank 1's is there; with `send_between`, rank 0
+    sends to rank 3 before it receives rank 1's (a later step, as NPB CG's stages)."""
+    run = Run(4)
+    first = run.call(0, "MPI_Recv", 10, 100)
+    if send_between:
+        run.send(run.call(0, "MPI_Send", 100, 101), run.call(3, "MPI_Recv", 0, 102))
+    second = run.call(0, "MPI_Recv", 105, 106)
+    run.send(run.call(1, "MPI_Send", 0, 1), second)
+    run.send(run.call(2, "MPI_Send", 90, 91), first)
+    for k in range(3):  # a ring of messages nobody waits for, so that no rank is a hot spot
+        for r in range(4):
+            run.send(run.call(r, "MPI_Send", 200 + 10 * k, 201 + 10 * k),
+                     run.call((r + 1) % 4, "MPI_Recv", 202 + 10 * k, 203 + 10 * k))
+    return run
+
+
+def test_wrong_order_is_reorderable_only_with_no_send_between():
+    for between, reorderable in ((False, True), (True, False)):
+        waits = wait_events(_wrong_order_run(between).frames())
+        wo = waits.filter(pl.col("pattern") == "late_sender_wrong_order")
+        assert wo.height == 1 and wo["reorderable"].to_list() == [reorderable], (between, waits)
+        assert waits.filter(pl.col("pattern") != "late_sender_wrong_order")["reorderable"].sum() == 0
+
+
+def test_wrong_order_advice_follows_the_order_of_steps():
+    def advice(between: bool) -> tuple[str, str]:
+        f = next(x for x in diagnose_frames(_wrong_order_run(between).frames()).findings
+                 if x.kind == "late_sender_wrong_order")
+        return f.text, f.suggestion
+
+    text, do = advice(False)
+    assert "MPI_Irecv per sender" in do and "later step" not in text
+    text, do = advice(True)
+    assert "MPI_Irecv per sender" not in do and "most likely for a later step" in text
+
+
 def test_collective_patterns():
     run = Run(3)
     for r, t in enumerate((0, 10, 30)):

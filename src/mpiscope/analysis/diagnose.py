@@ -14,13 +14,14 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.critical import CriticalPath, critical_path
-from mpiscope.analysis.findings import Finding, build_findings
+from mpiscope.analysis.findings import Crowded, Finding, build_findings
 from mpiscope.analysis.frames import Frames, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
 from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT, wait_events, wait_state_rows, waited_by_rank
 from mpiscope.errors import UsageError
 from mpiscope.trace import Trace
+from mpiscope.trace.placement import cpus_known, oversubscribed
 
 SCHEMA = "mpiscope.diagnose/1"
 
@@ -65,10 +66,12 @@ class Diagnosis:
 def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
     """Diagnose a trace; `eager_limit` (bytes): the smallest MPI_Send/Isend that waits for its receive."""
     hosts = len(set(trace.manifest.get("hosts", {}).values()))
-    return diagnose_frames(load_frames(trace), eager_limit, hosts)
+    crowded = oversubscribed(trace.manifest) if cpus_known(trace.manifest) else None
+    return diagnose_frames(load_frames(trace), eager_limit, hosts, crowded)
 
 
-def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0) -> Diagnosis:
+def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0,
+                    crowded: Crowded | None = None) -> Diagnosis:
     if eager_limit < 0:
         raise UsageError(f"eager limit {eager_limit} is negative; give a size in bytes, e.g. --eager-limit 65536")
     if f.events.height == 0:
@@ -93,5 +96,5 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
     return Diagnosis(
         run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
-        hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts), notes=notes,
+        hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded), notes=notes,
     )

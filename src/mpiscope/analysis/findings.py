@@ -4,13 +4,15 @@ Every finding carries `seconds`, the time it costs summed over the ranks concern
 (rank-seconds), so that findings of different kinds sort on one scale. Findings
 under MIN_SHARE of the run's rank-seconds (the sum of every rank's time from
 MPI_Init to MPI_Finalize) are dropped, except hot spots, which name a structure
-rather than a cost. A run is called communication-bound when its ranks spend
+rather than a cost. Where more ranks than CPUs shared a host, that finding comes first
+whatever its cost: the time-sharing is inside every other finding. A run is called communication-bound when its ranks spend
 COMM_BOUND_SHARE of their time or more in MPI without waiting for another rank
 (moving data, or the MPI's own overhead).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,8 @@ IMBALANCE_MIN_PCT = 5.0
 POINT_TO_POINT_WAITS = ("late_sender", "late_sender_wrong_order", "late_receiver")
 # Waits whose only advice is to rebalance: wrong advice where the late rank did not compute longer.
 REBALANCE_ONLY = ("late_sender", "wait_at_nxn", "wait_at_fence")
+# Hosts that ran more ranks than they had CPUs: (host, its ranks, CPUs), from trace/placement.py.
+Crowded = Sequence[tuple[str, list[int], int]]
 HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out work in larger pieces or from "
                    "the workers to each other, so that no single rank handles most messages")
 
@@ -101,10 +105,13 @@ def _explained(r: dict[str, Any]) -> bool:
     return bool(r["delay_ns"] > DELAY_EXPLAINS * r["wait_ns"] / r["instances"])
 
 
-def _held_up_advice(rank: int) -> str:
+def _held_up_advice(rank: int, crowded: bool | None) -> str:
     # rebalancing moves computation, and rank `rank` did not compute longer: the delay is elsewhere
-    return (f"find what held rank {rank} up before (the critical path leads there) rather than rebalance; "
-            f"with more ranks than cores, waits like this are the ranks taking turns on the cores")
+    advice = f"find what held rank {rank} up before (the critical path leads there) rather than rebalance"
+    if crowded is False:  # each rank had a CPU: taking turns on them is not the cause
+        return advice
+    more = "here more ranks than CPUs shared a host" if crowded else "with more ranks than CPUs"
+    return f"{advice}; {more}: waits like this can be the ranks taking turns on the CPUs"
 
 
 def _cause_text(r: dict[str, Any]) -> str:
@@ -116,13 +123,16 @@ def _cause_text(r: dict[str, Any]) -> str:
             f"(see the critical path)")
 
 
-def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[int] = frozenset()) -> list[Finding]:
+def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[int] = frozenset(),
+                  crowded: bool | None = None) -> list[Finding]:
     """One finding per waiting call site and cause: who waited, where, for whom, and why. Waits for
-    a hot spot (a master serving the others) are cured by spreading its work, not by rebalancing."""
+    a hot spot (a master serving the others) are cured by spreading its work, not by rebalancing.
+    `crowded`: more ranks than CPUs shared a host (None: not known)."""
     keys = ["pattern", "call", "callsite", "cause_rank", "cause_call", "cause_callsite"]
     groups = (waits.group_by(keys).agg(pl.col("wait_ns").sum(), pl.len().alias("instances"),
                                        pl.col("rank").unique().sort().alias("ranks"), pl.col("delay_ns").mean(),
-                                       pl.col("cause_from_callsite").drop_nulls().first())
+                                       pl.col("cause_from_callsite").drop_nulls().first(),
+                                       pl.col("reorderable").mean().alias("reorderable"))
               .with_columns(pl.col(c).cast(pl.Utf8) for c in ("pattern", "call", "callsite", "cause_call",
                                                               "cause_callsite", "cause_from_callsite")))
     out = []
@@ -140,13 +150,19 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
                     "cause_rank": r["cause_rank"], "cause_call": r["cause_call"],
                     "cause_callsite": r["cause_callsite"], "cause_from_callsite": r["cause_from_callsite"],
                     "delay_seconds_per_instance": r["delay_ns"] / 1e9}
+        # a message that came first but is received after this rank's next send is most likely for a
+        # later step: receiving it first is not the program's choice, so only the late sender's advice holds
+        in_step_order = p == "late_sender_wrong_order" and r["reorderable"] < 0.5
+        if in_step_order:
+            text += ("; the message that came first is received only after this rank's next send or "
+                     "collective, most likely for a later step")
         if r["cause_rank"] in hot and p in POINT_TO_POINT_WAITS:
             text += f"; rank {r['cause_rank']} is a hot spot that the others wait for"
             advice = HOT_SPOT_ADVICE
-        elif p in REBALANCE_ONLY and not _explained(r):
-            advice = _held_up_advice(r["cause_rank"])
+        elif (p in REBALANCE_ONLY or in_step_order) and not _explained(r):
+            advice = _held_up_advice(r["cause_rank"], crowded)
         else:
-            advice = _suggestion(p, trace, ranks)
+            advice = _suggestion("late_sender" if in_step_order else p, trace, ranks)
         out.append(Finding(p, text, seconds, r["ranks"], advice, evidence))
     return out
 
@@ -205,16 +221,19 @@ def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int], floor_s: 
 
 
 def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
-                       hosts: int = 0) -> Finding | None:
+                       hosts: int = 0, crowded: bool = False) -> Finding | None:
     app = int(times["app_ns"].sum())
     busy = int(times["mpi_ns"].sum()) - sum(wait_ns.values())
     if app <= 0 or busy < COMM_BOUND_SHARE * app:
         return None
     text = (f"the ranks spend {100 * busy / app:.0f} % of their time in MPI without waiting for each other "
             f"({fmt_s(busy / 1e9)} of {fmt_s(app / 1e9)} summed over the ranks): the run is communication-bound")
-    if hosts == 1:  # no network between the ranks: their placement on one cannot help
+    if crowded:
+        advice = ("record again with no more ranks than CPUs per host first: with more, their time in MPI "
+                  "includes waiting for a CPU; then send fewer, larger messages")
+    elif hosts == 1:  # no network between the ranks: their placement on one cannot help
         advice = ("send fewer, larger messages; all ranks ran on one host, so placing them on a network "
-                  "will not help, and with more ranks than cores their time in MPI includes waiting for a core")
+                  "will not help")
     else:
         advice = (f"place the ranks so that partners are close on a mesh or torus: mpiscope map --trace "
                   f"{trace} --network torus:XxYxZ; or send fewer, larger messages")
@@ -222,18 +241,43 @@ def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
                    {"mpi_busy_pct": 100 * busy / app})
 
 
+def oversubscribed_finding(times: pl.DataFrame, crowded: Crowded) -> Finding | None:
+    """More ranks than CPUs on a host: each of its ranks had a CPU for at most cpus/ranks of
+    its time, so the rest of that time (the finding's seconds) was spent waiting for one,
+    and it is inside the waits and MPI times of every other finding."""
+    if not crowded:
+        return None
+    app = dict(zip(times["rank"].to_list(), times["app_ns"].to_list()))
+    lost = sum(app.get(r, 0) * (1 - cpus / len(ranks)) for _, ranks, cpus in crowded for r in ranks) / 1e9
+    where = "; ".join(f"{len(ranks)} ranks on the {cpus} CPU{'s' if cpus != 1 else ''} of host {host}"
+                      for host, ranks, cpus in crowded)
+    text = (f"more ranks than CPUs: {where}. The ranks took turns on the CPUs, so up to {fmt_s(lost)} of "
+            f"their time (summed over the ranks) went to waiting for a CPU, and that time is inside the "
+            f"waits and MPI times of this diagnosis (an MPI that polls while it waits keeps a CPU busy)")
+    most = min(cpus for _, _, cpus in crowded)
+    advice = (f"run at most {most} rank{'s' if most != 1 else ''} per host (for instance mpiexec -n {most}), "
+              f"or spread the ranks over more hosts, and record again")
+    ranks = sorted(r for _, rs, _ in crowded for r in rs)
+    return Finding("oversubscribed", text, lost, ranks, advice,
+                   {"hosts": [{"host": h, "ranks": len(rs), "cpus": c} for h, rs, c in crowded]})
+
+
 def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
-                   trace: str, hosts: int = 0) -> list[Finding]:
-    """All findings, largest first; `hosts`: the run's hosts (0: not known)."""
+                   trace: str, hosts: int = 0, crowded: Crowded | None = None) -> list[Finding]:
+    """All findings, largest first; `hosts`: the run's hosts (0: not known); `crowded`: the
+    hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known)."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
     caused = (waits.filter(pl.col("pattern").cast(pl.Utf8).is_in(POINT_TO_POINT_WAITS))
               .group_by("cause_rank").agg(pl.col("wait_ns").sum()))
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
-    found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots))
-    for extra in (imbalance_finding(imb, trace) if imb else None, comm_bound_finding(times, wait_ns, trace, hosts)):
+    found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots),
+                          None if crowded is None else bool(crowded))
+    for extra in (imbalance_finding(imb, trace) if imb else None,
+                  comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded)),
+                  oversubscribed_finding(times, crowded or ())):
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9
     found = [x for x in found if x.seconds >= floor] + hot_spot_findings(spots, caused_ns, floor)
-    return sorted(found, key=lambda x: -x.seconds)
+    return sorted(found, key=lambda x: (x.kind != "oversubscribed", -x.seconds))

@@ -19,6 +19,7 @@ import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.trace import Trace
+from mpiscope.trace.placement import oversubscribed
 
 ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
 
@@ -39,6 +40,8 @@ class Stats:
     bcast_swaps: list[dict[str, Any]] = field(default_factory=list)  # the adaptive broadcast's (SPEC §5)
     # what the merge dropped from damaged raw files (issue 21), by rank
     damage: dict[str, Any] = field(default_factory=dict)
+    # hosts that ran more ranks than CPUs (trace/placement.py): their times include waiting for one
+    oversubscribed: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def unmatched_messages(self) -> int:
@@ -65,6 +68,7 @@ class Stats:
             "warnings": self.warnings,
             "bcast_mode": self.bcast_mode,
             "bcast_swaps": self.bcast_swaps,
+            "oversubscribed": self.oversubscribed,
             "missing_ranks": self.damage.get("missing_ranks", {}),
             "dropped_blocks": self.damage.get("dropped_blocks", {}),
             "dropped_records": self.damage.get("dropped_records", {}),
@@ -162,6 +166,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         bcast_swaps=list(trace.manifest.get("bcast", {}).get("swaps", [])),
         damage={key: trace.manifest.get(key, {}) for key in ("missing_ranks", "dropped_blocks", "dropped_records",
                                                               "damage")},
+        oversubscribed=[{"host": h, "ranks": len(rs), "cpus": c} for h, rs, c in oversubscribed(trace.manifest)],
     )
 
 

@@ -8,6 +8,11 @@ positive, where t_ready is when the other rank made progress possible:
   completed an Irecv) entered before its message's send: t_ready = send entry.
   late_sender_wrong_order: the same, while a message another send had already
   posted to this rank was waiting to be received (its receive was posted later).
+  Such a wait is `reorderable` where the rank sent nothing and took part in no
+  collective between the waiting call and the call that completed that later
+  receive: the two receives follow each other, and their order is a choice. Where
+  it sent in between, the later receive is most likely for a later step of the
+  algorithm (NPB CG's stages: Irecv, Send, Wait, each stage).
 * late_receiver: a send that blocks until its receive is posted (MPI_Ssend/Issend
   always, Send/Isend/Sendrecv at or above the eager limit) and left only after the
   receive was posted: t_ready = receive posting.
@@ -87,7 +92,7 @@ RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_
                               "MPI_Isendrecv_replace_c"})
 
 _CANDIDATE = {"event": pl.Int64, "pattern": pl.UInt8, "ready_ns": pl.Int64, "cause_rank": pl.Int32,
-              "cause_event": pl.Int64}
+              "cause_event": pl.Int64, "reorderable": pl.Boolean}
 
 
 class _Times:
@@ -110,22 +115,37 @@ class _Times:
         return np.where(leave >= 0, np.maximum(w, 0), 0)
 
 
-def _candidates(event: I64, pattern: Any, ready: I64, cause_rank: Any, cause_event: I64) -> pl.DataFrame:
+def _candidates(event: I64, pattern: Any, ready: I64, cause_rank: Any, cause_event: I64,
+                reorderable: Any = False) -> pl.DataFrame:
     return pl.DataFrame({"event": event, "pattern": pattern, "ready_ns": ready, "cause_rank": cause_rank,
-                         "cause_event": cause_event}, schema=_CANDIDATE)
+                         "cause_event": cause_event,
+                         "reorderable": np.broadcast_to(np.asarray(reorderable, bool), np.shape(event))},
+                        schema=_CANDIDATE)
 
 
-def _wrong_order(m: pl.DataFrame, dst: Any, wait_enter: I64) -> Any:
-    """For each receive of rank dst that waited from wait_enter: was a message sent to dst
-    before wait_enter still unreceived, its receive posted only after wait_enter?
-    (The latest posting among the messages sent to dst before t, by an as-of join.)"""
-    sent = (m.select(pl.col("dst"), pl.col("t_send_enter_ns").alias("t"), pl.col("t_recv_enter_ns").alias("posted"))
+def _wrong_order(m: pl.DataFrame, dst: Any, wait_enter: I64) -> I64:
+    """For each receive of rank dst that waited from wait_enter: the receive (event) of a
+    message sent to dst before wait_enter and still unreceived, its receive posted only
+    after wait_enter; -1 where there is none. (The latest posting among the messages sent
+    to dst before t, by an as-of join, and the receive that posted it.)"""
+    sent = (m.select(pl.col("dst"), pl.col("t_send_enter_ns").alias("t"), pl.col("t_recv_enter_ns").alias("posted"),
+                     pl.col("recv_event"))
             .sort("dst", "t").with_columns(pl.col("posted").cum_max().over("dst").alias("posted_max")))
+    sent = sent.with_columns(pl.when(pl.col("posted") == pl.col("posted_max")).then(pl.col("recv_event"))
+                             .forward_fill().over("dst").alias("latest_recv"))
     q = pl.DataFrame({"dst": dst, "t": wait_enter, "i": np.arange(len(wait_enter))},
                      schema={"dst": sent.schema["dst"], "t": pl.Int64, "i": pl.Int64}).sort("dst", "t")
-    j = q.join_asof(sent.select("dst", "t", "posted_max"), on="t", by="dst", allow_exact_matches=False,
-                    check_sortedness=False).sort("i")
-    return (j["posted_max"] > j["t"]).fill_null(False).to_numpy()
+    j = q.join_asof(sent.select("dst", "t", "posted_max", "latest_recv"), on="t", by="dst",
+                    allow_exact_matches=False, check_sortedness=False).sort("i")
+    wrong = (j["posted_max"] > j["t"]).fill_null(False)
+    return j.select(pl.when(wrong).then(pl.col("latest_recv")).otherwise(-1)).to_series().fill_null(-1) \
+        .to_numpy().astype(np.int64)
+
+
+def _sends_or_collectives(f: Frames) -> I64:
+    """Per event: how many calls of its rank up to it (included) sent or took part in a collective."""
+    names = frozenset(n for n in f.call_names if "send" in n.lower()) | BARRIER | NXN | BROADCAST | REDUCE
+    return np.cumsum(f.code_table(names)[f.call_codes()], dtype=np.int64)
 
 
 def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
@@ -134,9 +154,15 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     ready = m["t_send_enter_ns"].to_numpy()
     keep = tm.wait(w, ready) > 0
     m, w, ready = m.filter(pl.Series(keep)), w[keep], ready[keep]
-    wrong = _wrong_order(f.messages, m["dst"].to_numpy(), tm.enter[w])
+    early = _wrong_order(f.messages, m["dst"].to_numpy(), tm.enter[w])
+    wrong = early >= 0
+    # the call that completes the later receive follows the waiting call with no send or collective
+    # of the rank between (a stage's Irecv; Send; Wait puts a send before it)
+    sent = _sends_or_collectives(f)
+    done = np.where(wrong, tm.waiting_call(np.maximum(early, 0)), -1)
+    reorderable = wrong & (done > w) & (sent[np.maximum(done - 1, w)] == sent[w])
     pattern = np.where(wrong, PATTERN["late_sender_wrong_order"], PATTERN["late_sender"])
-    return _candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy())
+    return _candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy(), reorderable)
 
 
 def _late_receiver(f: Frames, tm: _Times, eager_limit: int) -> pl.DataFrame:
@@ -219,7 +245,8 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
     release_ns (when the wait ended), and its cause: cause_rank, cause_event,
     cause_call, cause_callsite, cause_from_callsite (the late rank's previous call),
     cause_time_ns, cause_compute_ns (computation before the late call), delay_ns
-    (that computation minus the waiting rank's own before its wait)."""
+    (that computation minus the waiting rank's own before its wait), reorderable (wrong order
+    only: the later receive follows with no send between)."""
     tm = _Times(f)
     c = pl.concat([_late_sender(f, tm), _late_receiver(f, tm, eager_limit), _collectives(f, tm),
                    _kth_calls(f, tm, FENCE, "wait_at_fence"), _kth_calls(f, tm, COMM_CREATE, "wait_at_nxn")])
@@ -242,7 +269,7 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
         ev["callsite"].gather(cause).alias("cause_callsite"),
         ev["callsite"].gather(pl.Series(prev_cause).replace(-1, None)).alias("cause_from_callsite"),
         pl.Series("cause_time_ns", tm.enter[cause]), pl.Series("cause_compute_ns", cause_compute),
-        pl.Series("delay_ns", cause_compute - compute_before(w, prev_w)),
+        pl.Series("delay_ns", cause_compute - compute_before(w, prev_w)), c["reorderable"],
     ])
 
 

@@ -12,6 +12,7 @@ from mpiscope import output
 from mpiscope.analysis.stats import Stats, summarize
 from mpiscope.output import fmt_bytes, fmt_ns
 from mpiscope.trace import open_trace
+from mpiscope.trace.placement import oversubscribed_sentence
 
 
 def prepare_parser(p: argparse.ArgumentParser) -> None:
@@ -46,6 +47,8 @@ def render(s: Stats) -> None:
         output.text(f"rank{'s' if len(threaded) > 1 else ''} {', '.join(map(str, threaded[:8]))}"
                     f"{', ...' if len(threaded) > 8 else ''}: several threads in MPI; a rank's MPI time counts "
                     f"the moments they were in MPI together once, the call tables each call's own time")
+    for o in s.oversubscribed:
+        output.warn(oversubscribed_sentence(o["host"], o["ranks"], o["cpus"]))
     output.text(f"unmatched messages: {s.unmatched_messages} "
                 f"({s.unmatched_sends} sends, {s.unmatched_recvs} receives)")
     if s.bcast_mode != "library":

@@ -18,9 +18,11 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.analysis.stats import ENV_CALLS, Stats
 from mpiscope.errors import UsageError
+from mpiscope.mpi.find import implementation_of
 from mpiscope.report.bcast import bcast_section
 from mpiscope.report.source import FAMILIES, Vocab
 from mpiscope.trace import Trace
+from mpiscope.trace.placement import oversubscribed, oversubscribed_sentence
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +62,17 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
     m = trace.manifest
     counts = m.get("counts", {})
     mpi = m.get("mpi", {}) or {}
+    placed = m.get("placement") or {}
+    ran = placed.get("mpi_library") or []
+    # the MPI that ran, where the rank files say it (the manifest's `mpi` is the one built for)
+    impl, version = implementation_of(ran[0]) if ran else (mpi.get("implementation"), mpi.get("version"))
     return {
         "run_id": str(m.get("run_id", "")),
         "command": [str(c) for c in m.get("command", [])],
         "ranks": trace.ranks,
         "hosts": {str(k): v for k, v in (m.get("hosts") or {}).items()},
-        "mpi": {"implementation": mpi.get("implementation"), "version": mpi.get("version")},
+        "mpi": {"implementation": impl, "version": version},
+        "host_cpus": {str(h): v.get("cpus") for h, v in (placed.get("hosts") or {}).items()},
         "t0_ns": t0_ns,
         "span_ns": span_ns,
         "events": int(counts.get("events", trace.events().select(pl.len()).collect().item())),
@@ -73,7 +80,8 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
         "collectives": int(counts.get("collectives", trace.collectives().select(pl.len()).collect().item())),
         "unmatched_sends": int(counts.get("unmatched_sends", 0)),
         "unmatched_recvs": int(counts.get("unmatched_recvs", 0)),
-        "warnings": [str(w) for w in m.get("warnings", [])],
+        "warnings": [str(w) for w in m.get("warnings", [])] + [
+            oversubscribed_sentence(h, len(rs), c) for h, rs, c in oversubscribed(m)],
         "mode": mode,
         "generated_by": f"mpiscope {__version__}",
         "trace_dir": str(Path(trace.path).resolve()),

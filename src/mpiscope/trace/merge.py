@@ -35,8 +35,9 @@ from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
 from mpiscope.trace.match import P2P, p2p_sides, reorder_threads
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.pieces import Whole, stuck_calls, worker_setup
+from mpiscope.trace.placement import placement
 from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
-from mpiscope.trace.received import add_recv_bytes
+from mpiscope.trace.received import add_completed_bytes, add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_one, writers
 from mpiscope.trace.tables import (
@@ -269,6 +270,7 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
         matched = pool.submit(_match, rec, links, nranks, windows, shift_bounds(files, nranks))
         rows = event_rows(rec, links, calls)
         add_recv_bytes(rec, rows, starts, starts["record"], recorded)
+        add_completed_bytes(rows, links)
         add_outcomes(rec, rows)
         ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         p2p, si, ri, shifts, feasible, refused = matched.result()
@@ -315,6 +317,7 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
         "truncated_ranks": [f.rank for f in files if f.cut_off],
         "unfinished_calls": stuck,
         "hosts": {str(f.rank): f.header["hostname"].decode(errors="replace") for f in files},
+        "placement": placement({f.rank: f.header for f in files}),
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
                   "ranks": [c.to_dict() for c in clocks.values()],
                   "causality_shift_ns": shifts.tolist()},

@@ -26,7 +26,7 @@ from mpiscope.trace.instances import coll_rows, partials
 from mpiscope.trace.match import P2P, p2p_sides
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.reader import RankFile, read_rank_file
-from mpiscope.trace.received import add_recv_bytes
+from mpiscope.trace.received import add_completed_bytes, add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_parts, writers
 from mpiscope.trace.tables import Rows, event_rows, events_frame, nullable, persistent_starts, shift_rows
@@ -86,6 +86,7 @@ def rows_of(whole: Whole, r: Read) -> Rows:
     """The event rows of a piece, with received bytes and outcomes (the starts get theirs)."""
     rows = event_rows(r.rec, r.links, whole.calls)
     add_recv_bytes(r.rec, rows, r.starts, r.starts["record"], whole.recorded)
+    add_completed_bytes(rows, r.links)
     add_outcomes(r.rec, rows)
     return rows
 

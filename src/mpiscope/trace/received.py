@@ -1,4 +1,5 @@
-"""What each collective call received (`recv_bytes`), from the records.
+"""What calls received: each collective's `recv_bytes`, and the `bytes` of a call that
+completed several requests (Waitall & co), from the records.
 
 From format 4 on (record.RECV_BYTES_SINCE) the recorder follows a collective's
 record, or a persistent collective's start (sub:pcoll), with a sub:recv_bytes
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, Records
+from mpiscope.trace.requests import StartLinks
 from mpiscope.trace.tables import Rows, role_is
 
 MAX_BETWEEN = 2  # records that may sit between a collective and its sub:recv_bytes
@@ -56,3 +58,21 @@ def add_recv_bytes(rec: Records, rows: Rows, starts: Rows, start_index: np.ndarr
     rows["recv_bytes"][event] = nbytes[~is_start]
     pos = np.searchsorted(start_index, owner[is_start])
     starts["recv_bytes"][pos] = nbytes[is_start]
+
+
+def add_completed_bytes(rows: Rows, links: StartLinks) -> None:
+    """rows["bytes"] of the calls that complete several requests (Waitall, Waitsome, Testall,
+    Testsome): what the receives they completed received, from each request's sub:complete
+    record, as an MPI_Wait's own record holds what its receive received. Sends add nothing."""
+    by = links.completed_by
+    done = by >= 0
+    if not done.any():
+        return
+    multi = role_is(rows["role"], "completion")
+    ev, nbytes = by[done], links.bytes[done]
+    take = multi[ev] & (nbytes > 0)
+    if not take.any():
+        return
+    # float64 sums are exact below 2**53 bytes per call
+    summed = np.bincount(ev[take], weights=nbytes[take].astype(np.float64), minlength=multi.size)
+    rows["bytes"] += np.rint(summed).astype(rows["bytes"].dtype)

@@ -71,6 +71,8 @@ FILE_HEADER_DTYPE = np.dtype([
     ("sync_rtt_init_ns", "<i8"), ("sync_rtt_end_ns", "<i8"), ("dropped", "<u8"),
     ("hostname", "S64"), ("boot_id", "S40"), ("writer_cpu_ns", "<u8"), ("writer_blocks", "<u4"),
     ("blocks_sealed", "<u4"), ("sealed", "<u4"), ("crc", "<u4"),
+    # after the CRC: zero (unknown) in files written before they were added
+    ("cpus_online", "<u4"), ("cpus_allowed", "<u4"), ("cpu_mask", "<u8", (4,)), ("mpi_library", "S96"),
 ])
 
 COMMDEF_DTYPE = np.dtype([

@@ -25,7 +25,9 @@ int main(void)
     F(msc_file_header, tick_end); F(msc_file_header, offset_init_ns); F(msc_file_header, offset_end_at_ns);
     F(msc_file_header, sync_rtt_end_ns); F(msc_file_header, dropped); F(msc_file_header, hostname);
     F(msc_file_header, boot_id); F(msc_file_header, writer_cpu_ns); F(msc_file_header, writer_blocks);
-    F(msc_file_header, blocks_sealed); F(msc_file_header, sealed); F(msc_file_header, crc); S(msc_file_header);
+    F(msc_file_header, blocks_sealed); F(msc_file_header, sealed); F(msc_file_header, crc);
+    F(msc_file_header, cpus_online); F(msc_file_header, cpus_allowed); F(msc_file_header, cpu_mask);
+    F(msc_file_header, mpi_library); S(msc_file_header);
     printf("constants version %u page %u header %u block %u recs %u magic %llu\n", MSC_FORMAT_VERSION,
            MSC_HEADER_PAGE, MSC_HEADER_BYTES, MSC_BLOCK_BYTES, (unsigned)MSC_RECS_PER_BLOCK,
            (unsigned long long)MSC_FILE_MAGIC);

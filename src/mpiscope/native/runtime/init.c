@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,28 @@ static int open_raw(const char *suffix, int flags, char *path, size_t size)
 {
     snprintf(path, size, "%s/raw/rank-%06d.%s", trace_dir, msc_world_rank_self, suffix);
     return open(path, flags | O_CLOEXEC, 0644);
+}
+
+/* The CPUs the rank may run on and the MPI library that runs it: several ranks of
+ * one host on fewer CPUs take turns on them, and every wait then includes that. */
+static void where_it_runs(struct msc_file_header *f)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    f->cpus_online = online > 0 ? (uint32_t)online : 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        f->cpus_allowed = (uint32_t)CPU_COUNT(&set);
+        for (int c = 0; c < 256 && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set)) f->cpu_mask[c / 64] |= 1ULL << (c % 64);
+    }
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (PMPI_Get_library_version(version, &len) == MPI_SUCCESS && len > 0) {
+        version[len < MPI_MAX_LIBRARY_VERSION_STRING ? len : MPI_MAX_LIBRARY_VERSION_STRING - 1] = 0;
+        size_t n = strcspn(version, "\n");
+        if (n > sizeof f->mpi_library - 1) n = sizeof f->mpi_library - 1;
+        memcpy(f->mpi_library, version, n);
+    }
 }
 
 static void copy_maps(void)
@@ -94,6 +117,7 @@ static int open_trace(int rank, int size)
     f->clock_kind = msc_use_tsc ? MSC_CLOCK_TSC : MSC_CLOCK_MONOTONIC_NS;
     gethostname(f->hostname, sizeof f->hostname - 1);
     msc_boot_id(f->boot_id, sizeof f->boot_id);
+    where_it_runs(f);
     return 0;
 }
 

@@ -146,6 +146,12 @@ struct msc_file_header {
     uint32_t blocks_sealed;  /* 1: it sealed them (MPISCOPE_BLOCK_CRC, default on) */
     uint32_t sealed;         /* MSC_SEALED_MAGIC once MPI_Finalize sealed the header */
     uint32_t crc;            /* CRC-32C of the header's bytes before `sealed` */
+    /* Where the rank ran, for naming oversubscription: after the CRC so that files of
+     * format 6 without them (zeros here: unknown) and with them read alike. */
+    uint32_t cpus_online;    /* sysconf(_SC_NPROCESSORS_ONLN) at MPI_Init */
+    uint32_t cpus_allowed;   /* CPUs in the rank's affinity mask at MPI_Init */
+    uint64_t cpu_mask[4];    /* that mask's CPUs 0-255 (hosts of more: the counts only) */
+    char mpi_library[96];    /* first line of MPI_Get_library_version: the MPI that ran */
 };
 _Static_assert(sizeof(struct msc_file_header) <= MSC_HEADER_PAGE, "file header fits a page");
 

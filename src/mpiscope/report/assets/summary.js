@@ -66,6 +66,12 @@ MS.renderHeader = function (data) {
     `${m.mode === "view" ? "live view of the trace" : "self-contained report"}`);
 };
 
+// "2 hosts: a (8 CPUs), b (8 CPUs)": the CPUs are those the ranks could run on (their affinity).
+MS.hostsLine = function (hosts, cpus) {
+  const name = (h) => (cpus[h] ? `${h} (${cpus[h]} CPU${cpus[h] === 1 ? "" : "s"})` : h);
+  return `${hosts.length || "?"} host${hosts.length === 1 ? "" : "s"}${hosts.length && hosts.length <= 3 ? `: ${hosts.map(name).join(", ")}` : ""}`;
+};
+
 MS.renderCards = function (host, data) {
   const m = data.meta, pr = (data.summary && data.summary.per_rank) || [];
   const app = pr.reduce((a, r) => a + (r.app_time_ns || 0), 0), mpi = pr.reduce((a, r) => a + (r.mpi_time_ns || 0), 0);
@@ -75,7 +81,7 @@ MS.renderCards = function (host, data) {
   const card = (label, value, sub, cls) => MS.el("div", { class: `card ${cls || ""}` },
     MS.el("div", { class: "c-label" }, label), MS.el("div", { class: "c-value" }, value), sub ? MS.el("div", { class: "c-sub" }, sub) : null);
   host.append(
-    card("ranks", MS.fmtCount(m.ranks), `${hosts.size || "?"} host${hosts.size === 1 ? "" : "s"}${hosts.size && hosts.size <= 3 ? `: ${[...hosts].join(", ")}` : ""}`),
+    card("ranks", MS.fmtCount(m.ranks), MS.hostsLine([...hosts], m.host_cpus || {})),
     card("duration", MS.fmtDur(m.span_ns), "first to last MPI event"),
     card("time in MPI", app ? MS.fmtPct(100 * mpi / app) : "–", "of the ranks' application time"),
     card("MPI", m.mpi && m.mpi.implementation ? `${m.mpi.implementation} ${m.mpi.version || ""}` : "unknown", ""),

@@ -1,0 +1,71 @@
+"""Where the ranks ran: per host, its ranks and the CPUs they could run on, and the MPI
+library that ran them, from the rank files' headers (native/runtime/init.c fills them at
+MPI_Init). More ranks than CPUs on a host means they took turns on the CPUs: every wait and
+every MPI time of such a run includes waiting for a CPU, which the diagnosis must say.
+
+Rank files written before these fields existed read zeros: their hosts' CPUs are unknown
+(None), never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+MASK_CPUS = 256  # CPUs the header's affinity mask covers
+
+
+def _text(raw: bytes) -> str:
+    return " ".join(raw.decode(errors="replace").split())
+
+
+def host_cpus(headers: list[np.void]) -> int | None:
+    """CPUs the ranks of one host could run on together: the union of their affinity
+    masks, or the largest single count where a host has more CPUs than the mask covers."""
+    online = [int(h["cpus_online"]) for h in headers]
+    if not all(online):
+        return None
+    if max(online) <= MASK_CPUS:
+        union = np.bitwise_or.reduce(np.stack([np.asarray(h["cpu_mask"], dtype=np.uint64) for h in headers]))
+        counted = sum(int(w).bit_count() for w in union)
+        if counted:
+            return counted
+    return max(max(int(h["cpus_allowed"]) for h in headers), 1)
+
+
+def placement(headers: dict[int, np.void]) -> dict[str, Any]:
+    """{"hosts": {host: {"ranks", "cpus", "cpus_online"}}, "mpi_library": [...]} for the manifest."""
+    by_host: dict[str, list[int]] = defaultdict(list)
+    for rank, h in sorted(headers.items()):
+        by_host[_text(h["hostname"])].append(rank)
+    hosts = {}
+    for host, ranks in by_host.items():
+        hs = [headers[r] for r in ranks]
+        online = max(int(h["cpus_online"]) for h in hs)
+        hosts[host] = {"ranks": len(ranks), "cpus": host_cpus(hs), "cpus_online": online or None}
+    libraries = sorted({_text(h["mpi_library"]) for h in headers.values()} - {""})
+    return {"hosts": hosts, "mpi_library": libraries}
+
+
+def cpus_known(manifest: dict[str, Any]) -> bool:
+    """Whether the rank files said how many CPUs every host gave its ranks."""
+    hosts = (manifest.get("placement") or {}).get("hosts") or {}
+    return bool(hosts) and all(h.get("cpus") for h in hosts.values())
+
+
+def oversubscribed(manifest: dict[str, Any]) -> list[tuple[str, list[int], int]]:
+    """(host, its ranks, CPUs) of each host that ran more ranks than it gave them CPUs."""
+    hosts = (manifest.get("placement") or {}).get("hosts") or {}
+    ranks_of: dict[str, list[int]] = defaultdict(list)
+    for rank, host in (manifest.get("hosts") or {}).items():
+        ranks_of[" ".join(str(host).split())].append(int(rank))
+    return [(host, sorted(ranks_of[host]), int(h["cpus"])) for host, h in sorted(hosts.items())
+            if h.get("cpus") and int(h["ranks"]) > int(h["cpus"])]
+
+
+def oversubscribed_sentence(host: str, ranks: int, cpus: int) -> str:
+    """What the views say of such a host."""
+    return (f"{ranks} ranks ran on the {cpus} CPU{'s' if cpus != 1 else ''} of host {host}: they took turns "
+            f"on them, so their times in MPI include waiting for a CPU")

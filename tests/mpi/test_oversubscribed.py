@@ -1,0 +1,67 @@
+"""Where the ranks ran (trace/placement.py): the rank files name each rank's CPUs and the MPI
+that ran it, the manifest sums them per host, and a run of more ranks than CPUs is told so
+first. The CPUs are restricted with the launcher's affinity mask (inherited by the ranks), so
+the test does not depend on the machine's size."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.conftest import MPICH, Mpi, mpiscope_cli
+
+from mpiscope.trace import open_trace
+
+pytestmark = pytest.mark.mpi(ranks=3)
+
+
+def _record(tmp_path: Path, example: Callable[[str, Mpi], Path], ranks: int, cpus: set[int] | None) -> Path:
+    out = tmp_path / f"ring-{ranks}"
+    before = os.sched_getaffinity(0)
+    try:
+        if cpus is not None:  # the launcher and its ranks inherit this process's mask
+            os.sched_setaffinity(0, cpus)
+        done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(ranks), str(example("ring", MPICH))],
+                            env=MPICH.environ())
+    finally:
+        os.sched_setaffinity(0, before)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    return out
+
+
+def _diagnosis(trace: Path) -> dict:
+    done = mpiscope_cli(["diagnose", str(trace), "--json", "-"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout))
+
+
+def test_more_ranks_than_cpus_is_the_first_finding(tmp_path: Path, example: Callable[[str, Mpi], Path]) -> None:
+    cpu = min(os.sched_getaffinity(0))
+    trace = _record(tmp_path, example, 3, {cpu})
+    m = open_trace(trace).manifest
+    (host, seen), = m["placement"]["hosts"].items()
+    assert seen == {"ranks": 3, "cpus": 1, "cpus_online": os.cpu_count()}, seen
+    assert m["placement"]["mpi_library"] and m["placement"]["mpi_library"][0].startswith("MPICH Version:")
+    first = _diagnosis(trace)["findings"][0]
+    assert first["kind"] == "oversubscribed" and first["ranks"] == [0, 1, 2], first
+    assert first["hosts"] == [{"host": host, "ranks": 3, "cpus": 1}]
+    assert "3 ranks on the 1 CPU of host" in first["text"] and "at most 1 rank per host" in first["suggestion"]
+    # each rank had the CPU for a third of its time at most: two thirds of the ranks' time summed
+    app = sum(r["app_seconds"] for r in _diagnosis(trace)["per_rank"])
+    assert first["seconds"] == pytest.approx(app * 2 / 3, rel=1e-6)
+    stats = mpiscope_cli(["stats", str(trace), "--json", "-"])
+    assert json.loads(stats.stdout)["oversubscribed"] == [{"host": host, "ranks": 3, "cpus": 1}]
+    assert "3 ranks ran on the 1 CPU of host" in mpiscope_cli(["stats", str(trace)]).stderr
+
+
+def test_as_many_cpus_as_ranks_is_no_finding(tmp_path: Path, example: Callable[[str, Mpi], Path]) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.fail("this test needs a machine of 2 CPUs or more")
+    trace = _record(tmp_path, example, 2, set(cpus[:2]))
+    (seen,) = open_trace(trace).manifest["placement"]["hosts"].values()
+    assert seen["ranks"] == 2 and seen["cpus"] == 2, seen
+    assert not [f for f in _diagnosis(trace)["findings"] if f["kind"] == "oversubscribed"]
