@@ -18,18 +18,19 @@ from mpiscope.trace import open_trace
 pytestmark = pytest.mark.mpi(ranks=3)
 
 
-def _record(tmp_path: Path, example: Callable[[str, Mpi], Path], ranks: int, cpus: set[int] | None) -> Path:
+def _record(tmp_path: Path, example: Callable[[str, Mpi], Path], ranks: int,
+            cpus: set[int] | None) -> tuple[Path, str]:
     out = tmp_path / f"ring-{ranks}"
     before = os.sched_getaffinity(0)
     try:
         if cpus is not None:  # the launcher and its ranks inherit this process's mask
             os.sched_setaffinity(0, cpus)
-        done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(ranks), str(example("ring", MPICH))],
-                            env=MPICH.environ())
+        ring = str(example("ring", MPICH))
+        done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(ranks), ring], env=MPICH.environ())
     finally:
         os.sched_setaffinity(0, before)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    return out
+    return out, done.stderr
 
 
 def _diagnosis(trace: Path) -> dict:
@@ -38,9 +39,11 @@ def _diagnosis(trace: Path) -> dict:
     return dict(json.loads(done.stdout))
 
 
-def test_more_ranks_than_cpus_is_the_first_finding(tmp_path: Path, example: Callable[[str, Mpi], Path]) -> None:
+def test_more_ranks_than_cpus_is_the_first_finding(tmp_path: Path,
+                                                   example: Callable[[str, Mpi], Path]) -> None:
     cpu = min(os.sched_getaffinity(0))
-    trace = _record(tmp_path, example, 3, {cpu})
+    trace, said = _record(tmp_path, example, 3, {cpu})
+    assert "warning: 3 ranks ran on the 1 CPU of host" in said, said  # run says so once merged
     m = open_trace(trace).manifest
     (host, seen), = m["placement"]["hosts"].items()
     assert seen == {"ranks": 3, "cpus": 1, "cpus_online": os.cpu_count()}, seen
@@ -48,7 +51,8 @@ def test_more_ranks_than_cpus_is_the_first_finding(tmp_path: Path, example: Call
     first = _diagnosis(trace)["findings"][0]
     assert first["kind"] == "oversubscribed" and first["ranks"] == [0, 1, 2], first
     assert first["hosts"] == [{"host": host, "ranks": 3, "cpus": 1}]
-    assert "3 ranks on the 1 CPU of host" in first["text"] and "at most 1 rank per host" in first["suggestion"]
+    assert "3 ranks on the 1 CPU of host" in first["text"]
+    assert "at most 1 rank per host" in first["suggestion"]
     # each rank had the CPU for a third of its time at most: two thirds of the ranks' time summed
     app = sum(r["app_seconds"] for r in _diagnosis(trace)["per_rank"])
     assert first["seconds"] == pytest.approx(app * 2 / 3, rel=1e-6)
@@ -61,7 +65,8 @@ def test_as_many_cpus_as_ranks_is_no_finding(tmp_path: Path, example: Callable[[
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.fail("this test needs a machine of 2 CPUs or more")
-    trace = _record(tmp_path, example, 2, set(cpus[:2]))
+    trace, said = _record(tmp_path, example, 2, set(cpus[:2]))
+    assert "CPU of host" not in said and "CPUs of host" not in said, said
     (seen,) = open_trace(trace).manifest["placement"]["hosts"].values()
     assert seen["ranks"] == 2 and seen["cpus"] == 2, seen
     assert not [f for f in _diagnosis(trace)["findings"] if f["kind"] == "oversubscribed"]

@@ -10,10 +10,12 @@ import argparse
 from pathlib import Path
 
 from mpiscope import output
+from mpiscope.capture.manifest import read_manifest
 from mpiscope.cli.units import parse_bytes
 from mpiscope.errors import UsageError
 from mpiscope.parallel import mpi_rank, mpi_size, serve_tasks
 from mpiscope.trace.merge import DEFAULT_MEMORY, MergeResult, merge_trace
+from mpiscope.trace.placement import oversubscribed, oversubscribed_sentence
 
 
 def prepare_parser(p: argparse.ArgumentParser) -> None:
@@ -34,6 +36,9 @@ def report_merge(r: MergeResult, trace_dir: Path) -> None:
         output.warn(w)
     output.info(f"merged {r.events} events, {r.messages} messages, {r.collectives} collectives "
                 f"({r.unmatched_sends + r.unmatched_recvs} unmatched) in {r.seconds:.2f} s -> {trace_dir}")
+    # said once the run is over, since it colours every time the trace holds
+    for host, ranks, cpus in oversubscribed(read_manifest(trace_dir)):
+        output.warn(oversubscribed_sentence(host, len(ranks), cpus))
 
 
 def run(args: argparse.Namespace) -> int:
