@@ -68,6 +68,8 @@ CASES = {
     # two late messages in one MPI_Waitall: the later one (2 x 50 ms) counts, not their sum
     "late_sender_waitall": ("late_sender", 3, ["waitall", "4", "50"], "late_sender", "MPI_Waitall",
                             "WAIT_WAITALL", {0: 4 * 0.100}, 2, "LATE_SEND_ALL"),
+    "late_sender_persistent": ("late_sender", 2, ["persistent", "4", "60"], "late_sender", "MPI_Wait",
+                               "WAIT_PERSISTENT", {0: 4 * 0.060}, 1, "LATE_SEND_P"),
     "late_sender_wrong_order": ("late_sender", 3, ["wrong_order", "4", "60"], "late_sender_wrong_order",
                                 "MPI_Recv", "WAIT_RECV_WO", {0: 4 * 0.045}, 2, "LATE_SEND_WO"),
     "late_receiver": ("late_receiver", 2, ["4", "60"], "late_receiver", "MPI_Ssend", "WAIT_SSEND",

@@ -50,7 +50,9 @@ def test_more_ranks_than_cpus_is_the_first_finding(tmp_path: Path,
     assert m["placement"]["mpi_library"] and m["placement"]["mpi_library"][0].startswith("MPICH Version:")
     first = _diagnosis(trace)["findings"][0]
     assert first["kind"] == "oversubscribed" and first["ranks"] == [0, 1, 2], first
-    assert first["hosts"] == [{"host": host, "ranks": 3, "cpus": 1}]
+    assert first["hosts"] == [{"host": host, "ranks": 3, "cpus": 1, "cpus_online": os.cpu_count()}]
+    if os.cpu_count() != 1:  # the mask left CPUs out: widening it is the first cure
+        assert "(of its" in first["text"] and "use every CPU of their hosts" in first["suggestion"]
     assert "3 ranks on the 1 CPU of host" in first["text"]
     assert "at most 1 rank per host" in first["suggestion"]
     # each rank had the CPU for a third of its time at most: two thirds of the ranks' time summed

@@ -79,3 +79,52 @@ def test_a_late_sender_that_was_itself_held_up_is_not_told_to_rebalance():
     assert "mpiscope rebalance" not in held[0]["suggestion"] and "held rank 1 up" in held[0]["suggestion"]
     explained = [f for f in d["findings"] if f["kind"] == "late_sender" and f["ranks"] == [1]]
     assert explained and "mpiscope rebalance" in explained[0]["suggestion"]
+
+
+def test_a_barrier_waiting_for_a_held_up_rank_is_not_told_to_rebalance():
+    """Rank 0 enters the barrier last because it waited in a receive, not because it computed:
+    the advice points at what held it up, and dropping the barrier still holds."""
+    from tests.unit.test_waitstates import Run
+
+    from mpiscope.analysis.diagnose import diagnose_frames
+
+    run = Run(3)
+    for r in range(3):
+        run.call(r, "MPI_Init", 0, 5)
+    for b in range(4):
+        t = 100 + 10_000 * b
+        recv = run.call(0, "MPI_Recv", t, t + 5_000)
+        run.send(run.call(1, "MPI_Send", t + 4_990, t + 4_995), recv)
+        run.call(0, "MPI_Barrier", t + 5_005, t + 5_010, coll=b)
+        run.call(1, "MPI_Barrier", t + 5_000, t + 5_010, coll=b)
+        run.call(2, "MPI_Barrier", t + 20, t + 5_010, coll=b)
+    d = diagnose_frames(run.frames()).to_json()
+    barrier = [f for f in d["findings"] if f["kind"] == "wait_at_barrier" and 2 in f["ranks"]]
+    assert barrier and "did not compute noticeably longer" in barrier[0]["text"], d["findings"]
+    assert "held rank 0 up" in barrier[0]["suggestion"] and "drop the barrier" in barrier[0]["suggestion"]
+    assert "mpiscope rebalance" not in barrier[0]["suggestion"]
+
+
+def test_imbalance_on_a_crowded_host_is_told_to_record_again_first():
+    """Rank 1 computes twice as long between the barriers: an imbalance; where the ranks shared
+    fewer CPUs than they were, the spread may be the scheduler's, so the advice says so first."""
+    from tests.unit.test_waitstates import Run
+
+    from mpiscope.analysis.diagnose import diagnose_frames
+    from mpiscope.trace.placement import Crowded
+
+    run = Run(2)
+    for r in range(2):
+        run.call(r, "MPI_Init", 0, 5)
+    for b in range(4):
+        t = 100 + 100_000 * b
+        run.call(0, "MPI_Barrier", t + 40_000, t + 80_010, coll=b)
+        run.call(1, "MPI_Barrier", t + 80_000, t + 80_010, coll=b)
+
+    def advice(crowded: list[Crowded] | None) -> str:
+        found = [f for f in diagnose_frames(run.frames(), crowded=crowded).findings if f.kind == "imbalance"]
+        assert found
+        return found[0].suggestion
+
+    assert advice(None).startswith("give each rank work in proportion")
+    assert advice([Crowded("h", [0, 1], 1, 1)]).startswith("record again with no more ranks than CPUs")

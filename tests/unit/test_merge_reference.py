@@ -15,7 +15,9 @@ times: since each rank that finished keeps the tick rate it measured itself (so 
 damaged or missing rank file cannot move the others' times, issue 21) rather than the
 host's longest-span rate, times moved by at most 40 ns, and the tables were written again.
 Since a Waitall, Waitsome, Testall or Testsome carries what its receives received (as a Wait
-does), the `bytes` of those rows were written again too (p2pmodes: 8 rows, skew5: 500).
+does), the `bytes` of those rows were written again too (p2pmodes: 8 rows, skew5: 500), and
+since an MPI_Startall whose requests one call completed carries that completion (as an
+MPI_Irecv does), so were p2pmodes' 6 Startall rows' t_complete_ns and completed_by.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpiscope.trace import record as R
-from mpiscope.trace.placement import host_cpus, oversubscribed, placement
+from mpiscope.trace.placement import Crowded, host_cpus, oversubscribed, placement
 
 
 def _header(host: str, online: int, cpus: list[int], allowed: int | None = None) -> np.void:
@@ -36,7 +36,7 @@ def test_manifest_names_hosts_and_the_crowded_ones() -> None:
                            "b": {"ranks": 1, "cpus": 4, "cpus_online": 4}},
                  "mpi_library": ["MPICH Version: 5.0.2"]}
     manifest = {"placement": p, "hosts": {"0": "a", "1": "a", "2": "a", "3": "b"}}
-    assert oversubscribed(manifest) == [("a", [0, 1, 2], 2)]
+    assert oversubscribed(manifest) == [Crowded("a", [0, 1, 2], 2, 2)]
     old = {r: _header("a", 0, []) for r in range(3)}
     assert oversubscribed({"placement": placement(old), "hosts": {"0": "a", "1": "a", "2": "a"}}) == []
     assert oversubscribed({}) == []

@@ -14,14 +14,14 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.critical import CriticalPath, critical_path
-from mpiscope.analysis.findings import Crowded, Finding, build_findings
+from mpiscope.analysis.findings import Finding, build_findings
 from mpiscope.analysis.frames import Frames, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
 from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT, wait_events, wait_state_rows, waited_by_rank
 from mpiscope.errors import UsageError
 from mpiscope.trace import Trace
-from mpiscope.trace.placement import cpus_known, oversubscribed
+from mpiscope.trace.placement import Crowded, cpus_known, oversubscribed
 
 SCHEMA = "mpiscope.diagnose/1"
 
@@ -71,7 +71,7 @@ def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
 
 
 def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0,
-                    crowded: Crowded | None = None) -> Diagnosis:
+                    crowded: list[Crowded] | None = None) -> Diagnosis:
     if eager_limit < 0:
         raise UsageError(f"eager limit {eager_limit} is negative; give a size in bytes, e.g. --eager-limit 65536")
     if f.events.height == 0:

@@ -21,6 +21,7 @@ import polars as pl
 from mpiscope.analysis.hotspots import HotSpot
 from mpiscope.analysis.imbalance import Imbalance
 from mpiscope.analysis.waitstates import waited_by_rank
+from mpiscope.trace.placement import Crowded
 
 MIN_SHARE = 0.01
 COMM_BOUND_SHARE = 0.25
@@ -35,8 +36,6 @@ IMBALANCE_MIN_PCT = 5.0
 POINT_TO_POINT_WAITS = ("late_sender", "late_sender_wrong_order", "late_receiver")
 # Waits whose only advice is to rebalance: wrong advice where the late rank did not compute longer.
 REBALANCE_ONLY = ("late_sender", "wait_at_nxn", "wait_at_fence")
-# Hosts that ran more ranks than they had CPUs: (host, its ranks, CPUs), from trace/placement.py.
-Crowded = Sequence[tuple[str, list[int], int]]
 HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out work in larger pieces or from "
                    "the workers to each other, so that no single rank handles most messages")
 
@@ -161,13 +160,17 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
             advice = HOT_SPOT_ADVICE
         elif (p in REBALANCE_ONLY or in_step_order) and not _explained(r):
             advice = _held_up_advice(r["cause_rank"], crowded)
+        elif p == "wait_at_barrier" and not _explained(r):  # the barrier's other cure still holds
+            advice = f"{_held_up_advice(r['cause_rank'], crowded)}; or drop the barrier if nothing depends on it"
         else:
             advice = _suggestion("late_sender" if in_step_order else p, trace, ranks)
         out.append(Finding(p, text, seconds, r["ranks"], advice, evidence))
     return out
 
 
-def imbalance_finding(imb: Imbalance, trace: str) -> Finding | None:
+def imbalance_finding(imb: Imbalance, trace: str, crowded: bool = False) -> Finding | None:
+    """`crowded`: more ranks than CPUs shared a host, so a rank's computation includes its turns
+    waiting for a CPU and the spread may be the scheduler's, not the program's."""
     if not imb.phases:
         return None
     tot = imb.totals()
@@ -186,6 +189,9 @@ def imbalance_finding(imb: Imbalance, trace: str) -> Finding | None:
             f"computed {fmt_s(max(worst.compute_ns) / 1e9)})")
     suggestion = (f"give each rank work in proportion to its speed: mpiscope rebalance {trace} "
                   f"--shares ROWSx{imb.ranks} --phase {worst.index}")
+    if crowded:
+        suggestion = ("record again with no more ranks than CPUs per host first: with more, each rank's "
+                      f"computation includes waiting for a CPU; then, if it remains, {suggestion}")
     return Finding("imbalance", text, lost * imb.ranks, [crit], suggestion,
                    {"imbalance_pct": tot["imbalance_pct"], "critical_rank": crit, "worst_phase": worst.index,
                     "lost_seconds": lost})
@@ -241,29 +247,34 @@ def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
                    {"mpi_busy_pct": 100 * busy / app})
 
 
-def oversubscribed_finding(times: pl.DataFrame, crowded: Crowded) -> Finding | None:
+def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> Finding | None:
     """More ranks than CPUs on a host: each of its ranks had a CPU for at most cpus/ranks of
     its time, so the rest of that time (the finding's seconds) was spent waiting for one,
     and it is inside the waits and MPI times of every other finding."""
     if not crowded:
         return None
     app = dict(zip(times["rank"].to_list(), times["app_ns"].to_list()))
-    lost = sum(app.get(r, 0) * (1 - cpus / len(ranks)) for _, ranks, cpus in crowded for r in ranks) / 1e9
-    where = "; ".join(f"{len(ranks)} ranks on the {cpus} CPU{'s' if cpus != 1 else ''} of host {host}"
-                      for host, ranks, cpus in crowded)
+    lost = sum(app.get(r, 0) * (1 - c.cpus / len(c.ranks)) for c in crowded for r in c.ranks) / 1e9
+    where = "; ".join(f"{len(c.ranks)} ranks on the {c.cpus} CPU{'s' if c.cpus != 1 else ''} of host {c.host}"
+                      + (f" (of its {c.cpus_online}: their affinity masks left out the others)"
+                         if c.cpus < c.cpus_online else "") for c in crowded)
     text = (f"more ranks than CPUs: {where}. The ranks took turns on the CPUs, so up to {fmt_s(lost)} of "
             f"their time (summed over the ranks) went to waiting for a CPU, and that time is inside the "
             f"waits and MPI times of this diagnosis (an MPI that polls while it waits keeps a CPU busy)")
-    most = min(cpus for _, _, cpus in crowded)
+    most = min(c.cpus for c in crowded)
     advice = (f"run at most {most} rank{'s' if most != 1 else ''} per host (for instance mpiexec -n {most}), "
               f"or spread the ranks over more hosts, and record again")
-    ranks = sorted(r for _, rs, _ in crowded for r in rs)
+    if any(c.cpus < c.cpus_online for c in crowded):
+        advice = ("let the ranks use every CPU of their hosts (the launcher's binding options, taskset or the "
+                  f"batch system's CPU request), or {advice}")
+    ranks = sorted(r for c in crowded for r in c.ranks)
     return Finding("oversubscribed", text, lost, ranks, advice,
-                   {"hosts": [{"host": h, "ranks": len(rs), "cpus": c} for h, rs, c in crowded]})
+                   {"hosts": [{"host": c.host, "ranks": len(c.ranks), "cpus": c.cpus,
+                               "cpus_online": c.cpus_online} for c in crowded]})
 
 
 def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
-                   trace: str, hosts: int = 0, crowded: Crowded | None = None) -> list[Finding]:
+                   trace: str, hosts: int = 0, crowded: Sequence[Crowded] | None = None) -> list[Finding]:
     """All findings, largest first; `hosts`: the run's hosts (0: not known); `crowded`: the
     hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known)."""
     ranks = times.height
@@ -273,7 +284,7 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots),
                           None if crowded is None else bool(crowded))
-    for extra in (imbalance_finding(imb, trace) if imb else None,
+    for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None,
                   comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded)),
                   oversubscribed_finding(times, crowded or ())):
         if extra:

@@ -166,7 +166,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         bcast_swaps=list(trace.manifest.get("bcast", {}).get("swaps", [])),
         damage={key: trace.manifest.get(key, {}) for key in ("missing_ranks", "dropped_blocks", "dropped_records",
                                                               "damage")},
-        oversubscribed=[{"host": h, "ranks": len(rs), "cpus": c} for h, rs, c in oversubscribed(trace.manifest)],
+        oversubscribed=[{"host": c.host, "ranks": len(c.ranks), "cpus": c.cpus} for c in oversubscribed(trace.manifest)],
     )
 
 

@@ -37,8 +37,8 @@ def report_merge(r: MergeResult, trace_dir: Path) -> None:
     output.info(f"merged {r.events} events, {r.messages} messages, {r.collectives} collectives "
                 f"({r.unmatched_sends + r.unmatched_recvs} unmatched) in {r.seconds:.2f} s -> {trace_dir}")
     # said once the run is over, since it colours every time the trace holds
-    for host, ranks, cpus in oversubscribed(read_manifest(trace_dir)):
-        output.warn(oversubscribed_sentence(host, len(ranks), cpus))
+    for c in oversubscribed(read_manifest(trace_dir)):
+        output.warn(oversubscribed_sentence(c.host, len(c.ranks), c.cpus))
 
 
 def run(args: argparse.Namespace) -> int:

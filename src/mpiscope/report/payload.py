@@ -81,7 +81,7 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
         "unmatched_sends": int(counts.get("unmatched_sends", 0)),
         "unmatched_recvs": int(counts.get("unmatched_recvs", 0)),
         "warnings": [str(w) for w in m.get("warnings", [])] + [
-            oversubscribed_sentence(h, len(rs), c) for h, rs, c in oversubscribed(m)],
+            oversubscribed_sentence(c.host, len(c.ranks), c.cpus) for c in oversubscribed(m)],
         "mode": mode,
         "generated_by": f"mpiscope {__version__}",
         "trace_dir": str(Path(trace.path).resolve()),

@@ -10,6 +10,7 @@ Rank files written before these fields existed read zeros: their hosts' CPUs are
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,14 +56,23 @@ def cpus_known(manifest: dict[str, Any]) -> bool:
     return bool(hosts) and all(h.get("cpus") for h in hosts.values())
 
 
-def oversubscribed(manifest: dict[str, Any]) -> list[tuple[str, list[int], int]]:
-    """(host, its ranks, CPUs) of each host that ran more ranks than it gave them CPUs."""
+@dataclass(frozen=True)
+class Crowded:
+    """A host that ran more ranks than it gave them CPUs."""
+    host: str
+    ranks: list[int]
+    cpus: int          # the CPUs its ranks could run on (their affinity masks together)
+    cpus_online: int   # the host's (more than `cpus`: the masks left some out)
+
+
+def oversubscribed(manifest: dict[str, Any]) -> list[Crowded]:
+    """Each host that ran more ranks than it gave them CPUs."""
     hosts = (manifest.get("placement") or {}).get("hosts") or {}
     ranks_of: dict[str, list[int]] = defaultdict(list)
     for rank, host in (manifest.get("hosts") or {}).items():
         ranks_of[" ".join(str(host).split())].append(int(rank))
-    return [(host, sorted(ranks_of[host]), int(h["cpus"])) for host, h in sorted(hosts.items())
-            if h.get("cpus") and int(h["ranks"]) > int(h["cpus"])]
+    return [Crowded(host, sorted(ranks_of[host]), int(h["cpus"]), int(h.get("cpus_online") or h["cpus"]))
+            for host, h in sorted(hosts.items()) if h.get("cpus") and int(h["ranks"]) > int(h["cpus"])]
 
 
 def oversubscribed_sentence(host: str, ranks: int, cpus: int) -> str:

@@ -42,8 +42,34 @@ def role_is(role: np.ndarray, *roles: str) -> np.ndarray:
 
 def event_rows(rec: Records, links: StartLinks, calls: CallTable) -> Rows:
     nevents = int(np.count_nonzero(rec.call >= FIRST_TABLE_ID))
-    return native.events(rec.columns(), nevents, FIRST_TABLE_ID, calls.enum_codes(), links.index,
+    rows = native.events(rec.columns(), nevents, FIRST_TABLE_ID, calls.enum_codes(), links.index,
                          links.t_complete, links.completed_by)
+    link_persistent_starts(rec, links, rows)
+    return rows
+
+
+def link_persistent_starts(rec: Records, links: StartLinks, rows: Rows) -> None:
+    """An MPI_Start(all) of persistent sends or receives gets the completion of the requests
+    it started (their sub:psend/precv records' links), as an MPI_Isend/MPI_Irecv row does: a
+    message's wait is in the call that completed it (waitstates.py), not in the Start, which
+    returns at once. A Startall whose requests different calls completed keeps none; only a
+    single Start names its request."""
+    sub = np.flatnonzero(role_is(rec.role[links.index], "psend", "precv") & (links.completed_by >= 0))
+    ev = rec.event[links.index[sub]]
+    sub, ev = sub[ev >= 0], ev[ev >= 0]
+    if not sub.size:
+        return
+    once, group, counts = np.unique(ev, return_inverse=True, return_counts=True)
+    first, last = np.full(once.size, np.iinfo(np.int64).max), np.full(once.size, -1)
+    done = np.full(once.size, -1)
+    np.minimum.at(first, group, links.completed_by[sub])
+    np.maximum.at(last, group, links.completed_by[sub])
+    np.maximum.at(done, group, links.t_complete[sub])
+    keep = (first == last) & (rows["completed_by"][once] < 0)  # never overwrite a row's own link
+    rows["t_complete"][once[keep]] = done[keep]
+    rows["completed_by"][once[keep]] = first[keep]
+    single = keep & (counts == 1)
+    rows["req"][once[single]] = rec.req[links.index[sub[np.flatnonzero(single[group])]]]
 
 
 def shift_rows(e: Rows, shifts: np.ndarray) -> None:

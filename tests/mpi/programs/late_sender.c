@@ -6,6 +6,8 @@
  * nonblocking (2 ranks): the same with MPI_Isend / MPI_Irecv + MPI_Wait.
  * waitall (3 ranks): rank 0 receives from ranks 1 (late by DELAY) and 2 (late by
  *   2 DELAY) with one MPI_Waitall: it waits 2 DELAY per iteration, not 3.
+ * persistent (2 ranks): rank 0 receives with MPI_Recv_init + MPI_Start + MPI_Wait: it waits
+ *   in the MPI_Wait, not in the MPI_Start.
  * wrong_order (3 ranks): rank 1 sends at once, rank 2 after DELAY; rank 0 receives
  *   from rank 2 first (after DELAY / 4, so it waits 3/4 DELAY), while rank 1's message
  *   is already there. */
@@ -54,6 +56,16 @@ int main(int argc, char **argv)
             } else {
                 sleep_ms(rank * d);
                 MPI_Send(&x, 1, MPI_INT, 0, 3, MPI_COMM_WORLD); /* LATE_SEND_ALL */
+            }
+        } else if (!strcmp(mode, "persistent")) {
+            if (rank == 0) {
+                MPI_Recv_init(&y, 1, MPI_INT, 1, 5, MPI_COMM_WORLD, &req[0]);
+                MPI_Start(&req[0]);
+                MPI_Wait(&req[0], MPI_STATUS_IGNORE); /* WAIT_PERSISTENT */
+                MPI_Request_free(&req[0]);
+            } else if (rank == 1) {
+                sleep_ms(d);
+                MPI_Send(&x, 1, MPI_INT, 0, 5, MPI_COMM_WORLD); /* LATE_SEND_P */
             }
         } else if (!strcmp(mode, "wrong_order")) {
             if (rank == 0) {
