@@ -115,6 +115,28 @@ def test_wait_state(case, program, tmp_path):
                 f"caused by rank {late_rank} at {site(name, late_marker)}")
 
 
+@pytest.mark.mpi(ranks=3)
+def test_waits_at_window_creation_and_freeing(program, tmp_path):
+    """Window creation and freeing agree over all ranks (no window is freed while another rank
+    may access it): rank 2 sleeps 60 ms before each MPI_Win_create and each MPI_Win_free, and
+    ranks 0 and 1 wait there for it (wait_at_nxn), 4 x 60 ms at each."""
+    seen = []
+    for attempt in range(ATTEMPTS):
+        time.sleep(2 * attempt)
+        d = diagnose(open_trace(record(program("win_create"), 3, ["both", "4", "60"], tmp_path / f"t{attempt}")))
+        rows = d.to_json()["wait_states"]
+        got = {(w["rank"], w["call"]): w["seconds"] for w in rows if w["pattern"] == "wait_at_nxn"}
+        causes = {(w["call"], w["caused_by"][0]["rank"], w["caused_by"][0]["callsite"]) for w in rows
+                  if w["pattern"] == "wait_at_nxn" and w["rank"] in (0, 1)}
+        seen.append((got, causes))
+        want = {(r, c): 4 * 0.060 for r in (0, 1) for c in ("MPI_Win_create", "MPI_Win_free")}
+        if causes == {("MPI_Win_create", 2, site("win_create", "WIN_CREATE")),
+                      ("MPI_Win_free", 2, site("win_create", "WIN_FREE"))} and \
+                all(abs(got.get(k, 0) - s) <= TOLERANCE * s for k, s in want.items()):
+            return
+    pytest.fail(f"waits at window creation and freeing: {seen}")
+
+
 @pytest.mark.mpi(ranks=2)
 def test_balanced_program_hardly_waits(program, tmp_path):
     seen = []

@@ -26,6 +26,10 @@ positive, where t_ready is when the other rank made progress possible:
   MPI_Cart_create, ...) is wait_at_nxn in the same way: the k-th such call on a parent
   communicator on each of its ranks is one instance (MPICH and Open MPI agree on the new
   context with an allreduce or allgather over the parent, so each waits for the last).
+  So are window creation (MPI_Win_create/_allocate/_create_dynamic: an allgather of the
+  ranks' window details over the communicator) and MPI_Win_free (a barrier over the
+  window's ranks, so that no rank frees memory another still accesses): the k-th on a
+  communicator, the free of a window.
 
 Nonblocking operations wait in the call that completes them (events.completed_by).
 One call can complete several operations (Waitall): its waiting is the largest of
@@ -85,6 +89,10 @@ FENCE = frozenset({"MPI_Win_fence"})
 COMM_CREATE = frozenset({"MPI_Comm_dup", "MPI_Comm_dup_with_info", "MPI_Comm_split", "MPI_Comm_split_type",
                          "MPI_Comm_create", "MPI_Cart_create", "MPI_Cart_sub", "MPI_Graph_create",
                          "MPI_Dist_graph_create", "MPI_Dist_graph_create_adjacent", "MPI_Intercomm_merge"})
+# Window creation (keyed by the communicator) and freeing (by the window): no rank leaves before the last enters
+WINDOW_NXN = frozenset({"MPI_Win_create", "MPI_Win_create_c", "MPI_Win_allocate", "MPI_Win_allocate_c",
+                        "MPI_Win_allocate_shared", "MPI_Win_allocate_shared_c", "MPI_Win_create_dynamic",
+                        "MPI_Win_free"})
 SYNC_SENDS = frozenset({"MPI_Ssend", "MPI_Ssend_c", "MPI_Issend", "MPI_Issend_c"})
 RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_c", "MPI_Sendrecv",
                               "MPI_Sendrecv_c", "MPI_Sendrecv_replace", "MPI_Sendrecv_replace_c",
@@ -249,7 +257,7 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
     only: the later receive follows with no send between)."""
     tm = _Times(f)
     c = pl.concat([_late_sender(f, tm), _late_receiver(f, tm, eager_limit), _collectives(f, tm),
-                   _kth_calls(f, tm, FENCE, "wait_at_fence"), _kth_calls(f, tm, COMM_CREATE, "wait_at_nxn")])
+                   _kth_calls(f, tm, FENCE, "wait_at_fence"), _kth_calls(f, tm, COMM_CREATE | WINDOW_NXN, "wait_at_nxn")])
     wait = tm.wait(c["event"].to_numpy(), c["ready_ns"].to_numpy())
     c = (c.with_columns(pl.Series("wait_ns", wait)).filter(pl.col("wait_ns") > 0)
          .sort("wait_ns", descending=True).unique("event", keep="first").sort("event"))
