@@ -4,6 +4,7 @@ network between them) and hot spots (only where the traffic or the waiting for i
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from mpiscope.analysis.findings import comm_bound_finding, hot_spot_findings
 from mpiscope.analysis.hotspots import HotSpot
@@ -128,3 +129,29 @@ def test_imbalance_on_a_crowded_host_is_told_to_record_again_first():
 
     assert advice(None).startswith("give each rank work in proportion")
     assert advice([Crowded("h", [0, 1], 1, 1)]).startswith("record again with no more ranks than CPUs")
+
+
+def test_polling_and_one_sided_synchronisation_are_not_busy_time():
+    """Rank 0 spends most of its run polling with MPI_Test and in MPI_Win_wait, waiting for rank 1:
+    that is not time spent moving data, so the run is not called communication-bound; where it is
+    (rank 1 in long sends), the finding says what it left out."""
+    from tests.unit.test_waitstates import Run
+
+    from mpiscope.analysis.diagnose import diagnose_frames
+
+    def run_with(sends: bool) -> list[dict[str, object]]:
+        run = Run(2)
+        for r in range(2):
+            run.call(r, "MPI_Init", 0, 5)
+            run.call(r, "MPI_Finalize", 10_000, 10_005)
+        for i in range(40):
+            run.call(0, "MPI_Test", 100 + 200 * i, 250 + 200 * i)
+            if sends:
+                run.call(1, "MPI_Bsend", 100 + 200 * i, 290 + 200 * i)
+        run.call(0, "MPI_Win_wait", 8_100, 9_900)
+        return diagnose_frames(run.frames()).to_json()["findings"]
+
+    assert not [f for f in run_with(False) if f["kind"] == "communication_bound"]
+    (busy,) = [f for f in run_with(True) if f["kind"] == "communication_bound"]
+    assert busy["seconds"] == pytest.approx(40 * 190 / 1e9)
+    assert "left out: 6 µs of polling and 1.8 µs of one-sided synchronisation" in busy["text"], busy["text"]

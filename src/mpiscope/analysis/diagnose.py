@@ -18,7 +18,13 @@ from mpiscope.analysis.findings import Finding, build_findings
 from mpiscope.analysis.frames import Frames, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
-from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT, wait_events, wait_state_rows, waited_by_rank
+from mpiscope.analysis.waitstates import (
+    DEFAULT_EAGER_LIMIT,
+    unattributed_ns,
+    wait_events,
+    wait_state_rows,
+    waited_by_rank,
+)
 from mpiscope.errors import UsageError
 from mpiscope.trace import Trace
 from mpiscope.trace.placement import Crowded, cpus_known, oversubscribed
@@ -96,5 +102,6 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
     return Diagnosis(
         run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
-        hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded), notes=notes,
+        hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded,
+                                                 unattributed_ns(f, waits)), notes=notes,
     )

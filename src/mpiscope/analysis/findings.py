@@ -226,14 +226,20 @@ def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int], floor_s: 
     return out
 
 
-def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
-                       hosts: int = 0, crowded: bool = False) -> Finding | None:
+def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str, hosts: int = 0,
+                       crowded: bool = False, unattributed: dict[str, int] | None = None) -> Finding | None:
+    """`unattributed`: time in MPI that waits for other ranks without a pattern naming it (polling,
+    one-sided synchronisation: waitstates.unattributed_ns), by kind: not busy, and said so."""
     app = int(times["app_ns"].sum())
-    busy = int(times["mpi_ns"].sum()) - sum(wait_ns.values())
+    other = {k: v for k, v in (unattributed or {}).items() if v > 0}
+    busy = max(int(times["mpi_ns"].sum()) - sum(wait_ns.values()) - sum(other.values()), 0)
     if app <= 0 or busy < COMM_BOUND_SHARE * app:
         return None
     text = (f"the ranks spend {100 * busy / app:.0f} % of their time in MPI without waiting for each other "
             f"({fmt_s(busy / 1e9)} of {fmt_s(app / 1e9)} summed over the ranks): the run is communication-bound")
+    if other:
+        text += ("; left out: " + " and ".join(f"{fmt_s(v / 1e9)} of {k}" for k, v in other.items())
+                 + ", which waits for other ranks in ways this diagnosis does not attribute")
     if crowded:
         advice = ("record again with no more ranks than CPUs per host first: with more, their time in MPI "
                   "includes waiting for a CPU; then send fewer, larger messages")
@@ -274,7 +280,8 @@ def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> F
 
 
 def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
-                   trace: str, hosts: int = 0, crowded: Sequence[Crowded] | None = None) -> list[Finding]:
+                   trace: str, hosts: int = 0, crowded: Sequence[Crowded] | None = None,
+                   unattributed: dict[str, int] | None = None) -> list[Finding]:
     """All findings, largest first; `hosts`: the run's hosts (0: not known); `crowded`: the
     hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known)."""
     ranks = times.height
@@ -285,7 +292,7 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots),
                           None if crowded is None else bool(crowded))
     for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None,
-                  comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded)),
+                  comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed),
                   oversubscribed_finding(times, crowded or ())):
         if extra:
             found.append(extra)

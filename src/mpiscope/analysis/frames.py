@@ -138,13 +138,13 @@ def mpi_ns_before(f: Frames) -> I64:
     never returned. Made once per Frames."""
     if "mpi_before" not in f._arrays:
         before = np.zeros(f.events.height + 1, np.int64)
-        np.cumsum(_in_mpi(f), out=before[1:])
+        np.cumsum(in_mpi_ns(f), out=before[1:])
         before.flags.writeable = False
         f._arrays["mpi_before"] = before
     return f._arrays["mpi_before"]
 
 
-def _in_mpi(f: Frames) -> I64:
+def in_mpi_ns(f: Frames) -> I64:
     """Each event's time in MPI: its duration (a folded polling loop the time inside its calls),
     0 for ENV_CALLS and calls that never returned."""
     enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
@@ -175,7 +175,7 @@ def rank_times(f: Frames) -> pl.DataFrame:
     end = np.where(fin_enter >= 0, fin_enter, last_leave)
     # a folded polling loop's time inside its calls is counted from its entry (its calls' own times
     # are not kept)
-    mpi = union_by_rank(rank, enter, enter + _in_mpi(f), f.ranks)
+    mpi = union_by_rank(rank, enter, enter + in_mpi_ns(f), f.ranks)
     return pl.DataFrame({
         "rank": np.arange(f.ranks, dtype=np.int32), "t_start_ns": start, "t_end_ns": end,
         "mpi_ns": mpi, "app_ns": np.where(has, np.maximum(end - start, 0), 0),

@@ -51,7 +51,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
-from mpiscope.analysis.frames import I64, Frames
+from mpiscope.analysis.frames import I64, Frames, in_mpi_ns
 
 PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
             "late_broadcast", "early_reduce", "wait_at_fence")
@@ -98,6 +98,13 @@ RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_
                               "MPI_Sendrecv_c", "MPI_Sendrecv_replace", "MPI_Sendrecv_replace_c",
                               "MPI_Isendrecv", "MPI_Isendrecv_c", "MPI_Isendrecv_replace",
                               "MPI_Isendrecv_replace_c"})
+
+# Calls whose time is waiting for other ranks that no pattern here attributes: a polling loop waits
+# for what it tests; post/start/complete/wait and lock acquisition wait for the other side of an
+# epoch. Their time is not "busy" (diagnose's communication-bound finding leaves it out).
+POLLING = frozenset({"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "MPI_Iprobe", "MPI_Improbe"})
+RMA_SYNC = frozenset({"MPI_Win_post", "MPI_Win_start", "MPI_Win_complete", "MPI_Win_wait", "MPI_Win_test",
+                      "MPI_Win_lock", "MPI_Win_lock_all"})
 
 _CANDIDATE = {"event": pl.Int64, "pattern": pl.UInt8, "ready_ns": pl.Int64, "cause_rank": pl.Int32,
               "cause_event": pl.Int64, "reorderable": pl.Boolean}
@@ -309,3 +316,13 @@ def waited_by_rank(waits: pl.DataFrame, ranks: int) -> I64:
     [entry, release] intervals; the sum where the rank has one thread in MPI)."""
     release, wait = waits["release_ns"].to_numpy(), waits["wait_ns"].to_numpy()
     return union_by_rank(waits["rank"].to_numpy(), release - wait, release, ranks)
+
+
+def unattributed_ns(f: Frames, waits: pl.DataFrame) -> dict[str, int]:
+    """Time in polling calls and in one-sided synchronisation (POLLING, RMA_SYNC), summed over
+    the ranks, less the waits the patterns already found in those calls."""
+    in_mpi = in_mpi_ns(f).copy()
+    in_mpi[waits["event"].to_numpy()] -= waits["wait_ns"].to_numpy()
+    codes = f.call_codes()
+    return {"polling": int(np.maximum(in_mpi[f.code_table(POLLING)[codes]], 0).sum()),
+            "one-sided synchronisation": int(np.maximum(in_mpi[f.code_table(RMA_SYNC)[codes]], 0).sum())}
