@@ -72,7 +72,7 @@ FILE_HEADER_DTYPE = np.dtype([
     ("hostname", "S64"), ("boot_id", "S40"), ("writer_cpu_ns", "<u8"), ("writer_blocks", "<u4"),
     ("blocks_sealed", "<u4"), ("sealed", "<u4"), ("crc", "<u4"),
     # after the CRC: zero (unknown) in files written before they were added
-    ("cpus_online", "<u4"), ("cpus_allowed", "<u4"), ("cpu_mask", "<u8", (4,)), ("mpi_library", "S96"),
+    ("cpus_online", "<u4"), ("cpus_allowed", "<u4"), ("cpu_mask", "<u8", (4,)), ("mpi_library", "S160"),
 ])
 
 COMMDEF_DTYPE = np.dtype([

@@ -151,7 +151,7 @@ struct msc_file_header {
     uint32_t cpus_online;    /* sysconf(_SC_NPROCESSORS_ONLN) at MPI_Init */
     uint32_t cpus_allowed;   /* CPUs in the rank's affinity mask at MPI_Init */
     uint64_t cpu_mask[4];    /* that mask's CPUs 0-255 (hosts of more: the counts only) */
-    char mpi_library[96];    /* first line of MPI_Get_library_version: the MPI that ran */
+    char mpi_library[160];   /* first line of MPI_Get_library_version: the MPI that ran */
 };
 _Static_assert(sizeof(struct msc_file_header) <= MSC_HEADER_PAGE, "file header fits a page");
 
