@@ -155,3 +155,16 @@ def test_polling_and_one_sided_synchronisation_are_not_busy_time():
     (busy,) = [f for f in run_with(True) if f["kind"] == "communication_bound"]
     assert busy["seconds"] == pytest.approx(40 * 190 / 1e9)
     assert "left out: 6 µs of polling and 1.8 µs of one-sided synchronisation" in busy["text"], busy["text"]
+
+
+def test_findings_name_a_cpp_call_site_by_its_function_and_line():
+    from mpiscope.analysis.findings import short_site
+
+    dot = ("miniFE::TypeTraits<miniFE::Vector<double, int, int>::ScalarType>::magnitude_type miniFE::dot<"
+           "miniFE::Vector<double, int, int> >(miniFE::Vector<double, int, int> const&, miniFE::Vector<double, "
+           "int, int> const&) (Vector_functions.hpp:221)")
+    assert short_site(dot) == "miniFE::dot (Vector_functions.hpp:221)"
+    lulesh = "CommSBN(Domain&, int, double& (Domain::*)(int), double& (Domain::*)(int)) (lulesh-comm.cc:911)"
+    assert short_site(lulesh) == "CommSBN (lulesh-comm.cc:911)"
+    assert short_site("main (ring.c:20)") == "main (ring.c:20)" and short_site(None) == "?"
+    assert short_site("0x401050") == "0x401050"

@@ -59,6 +59,27 @@ class Finding:
                 "suggestion": self.suggestion, **self.evidence}
 
 
+def short_site(site: str | None) -> str:
+    """A call site as a sentence names it: a C++ function without its return type, template
+    arguments and parameters ("miniFE::dot (Vector_functions.hpp:221)", not the 200 characters
+    of the demangled name); the evidence keeps the whole name."""
+    if not site:
+        return "?"
+    cut = site.rfind(" (")
+    if len(site) <= 48 or cut <= 0:
+        return site
+    kept, depth = [], 0
+    for ch in site[:cut]:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            kept.append(ch)
+    words = "".join(kept).split()
+    return f"{words[-1]}{site[cut:]}" if words else site
+
+
 def fmt_s(seconds: float) -> str:
     """0.2 -> '0.200 s', 0.04 -> '40.0 ms' (text only; the JSON keeps the numbers)."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
@@ -115,7 +136,7 @@ def _held_up_advice(rank: int, crowded: bool | None) -> str:
 
 def _cause_text(r: dict[str, Any]) -> str:
     late = f"rank {r['cause_rank']}"
-    where = f"{r['cause_call']} at {r['cause_callsite'] or '?'}"
+    where = f"{r['cause_call']} at {short_site(r['cause_callsite'])}"
     if _explained(r):
         return f"{late} computed {fmt_s(r['delay_ns'] / 1e9)} longer before {where}"
     return (f"{late} did not compute noticeably longer just before {where}: it was held up earlier "
@@ -143,7 +164,7 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
                 "late_receiver": f"rank {r['cause_rank']} to post its receive"}.get(p, f"rank {r['cause_rank']}")
         n = r["instances"]  # waiting calls: with several ranks waiting, more than the instances waited at
         often = f"{n:,} time{'s' if n != 1 else ''}" if len(r["ranks"]) == 1 else f"{n:,} waiting calls"
-        text = (f"{who} waited {fmt_s(seconds)} in {r['call']} at {r['callsite'] or '?'} for {whom} "
+        text = (f"{who} waited {fmt_s(seconds)} in {r['call']} at {short_site(r['callsite'])} for {whom} "
                 f"({LABEL[p]}, {often}); {_cause_text(r)}")
         evidence = {"pattern": p, "call": r["call"], "callsite": r["callsite"], "instances": r["instances"],
                     "cause_rank": r["cause_rank"], "cause_call": r["cause_call"],

@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from mpiscope import output
 from mpiscope.analysis.diagnose import Diagnosis, diagnose
-from mpiscope.analysis.findings import fmt_s
+from mpiscope.analysis.findings import fmt_s, short_site
 from mpiscope.analysis.waitstates import DEFAULT_EAGER_LIMIT
 from mpiscope.cli.units import parse_bytes
 from mpiscope.errors import UsageError
@@ -45,8 +45,9 @@ def render(d: Diagnosis, top: int) -> None:
     if rows:
         output.table(f"Wait states (top {len(rows)} of {d.wait_states.height})",
                      ["pattern", "rank", "call", "call site", "times", "waited", "mostly for", "at"],
-                     [[r["pattern"], r["rank"], r["call"], r["callsite"] or "?", r["instances"], fmt_s(r["seconds"]),
-                       f"rank {r['caused_by'][0]['rank']}", r["caused_by"][0]["callsite"] or "?"] for r in rows],
+                     [[r["pattern"], r["rank"], r["call"], short_site(r["callsite"]), r["instances"],
+                       fmt_s(r["seconds"]), f"rank {r['caused_by'][0]['rank']}",
+                       short_site(r["caused_by"][0]["callsite"])] for r in rows],
                      justify_right_from=4)
     cp = d.critical_path
     shares = sorted(enumerate(cp.share_by_rank), key=lambda x: -x[1])[:5]
