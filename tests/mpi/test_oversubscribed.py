@@ -1,6 +1,6 @@
 """Where the ranks ran (trace/placement.py): the rank files name each rank's CPUs and the MPI
 that ran it, the manifest sums them per host, and a run of more ranks than CPUs is told so
-first. The CPUs are restricted with the launcher's affinity mask (inherited by the ranks), so
+before the findings. The CPUs are restricted with the launcher's affinity mask (inherited by the ranks), so
 the test does not depend on the machine's size."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _diagnosis(trace: Path) -> dict:
     return dict(json.loads(done.stdout))
 
 
-def test_more_ranks_than_cpus_is_the_first_finding(tmp_path: Path,
+def test_more_ranks_than_cpus_is_said_before_the_findings(tmp_path: Path,
                                                    example: Callable[[str, Mpi], Path]) -> None:
     cpu = min(os.sched_getaffinity(0))
     trace, said = _record(tmp_path, example, 3, {cpu})
@@ -48,8 +48,10 @@ def test_more_ranks_than_cpus_is_the_first_finding(tmp_path: Path,
     (host, seen), = m["placement"]["hosts"].items()
     assert seen == {"ranks": 3, "cpus": 1, "cpus_online": os.cpu_count()}, seen
     assert m["placement"]["mpi_library"] and m["placement"]["mpi_library"][0].startswith("MPICH Version:")
-    first = _diagnosis(trace)["findings"][0]
+    d = _diagnosis(trace)
+    first = d["oversubscribed"]  # said apart from the findings: it is inside every one of them
     assert first["kind"] == "oversubscribed" and first["ranks"] == [0, 1, 2], first
+    assert not [f for f in d["findings"] if f["kind"] == "oversubscribed"]
     assert first["hosts"] == [{"host": host, "ranks": 3, "cpus": 1, "cpus_online": os.cpu_count()}]
     if os.cpu_count() != 1:  # the mask left CPUs out: widening it is the first cure
         assert "(of its" in first["text"] and "use every CPU of their hosts" in first["suggestion"]
@@ -71,4 +73,4 @@ def test_as_many_cpus_as_ranks_is_no_finding(tmp_path: Path, example: Callable[[
     assert "CPU of host" not in said and "CPUs of host" not in said, said
     (seen,) = open_trace(trace).manifest["placement"]["hosts"].values()
     assert seen["ranks"] == 2 and seen["cpus"] == 2, seen
-    assert not [f for f in _diagnosis(trace)["findings"] if f["kind"] == "oversubscribed"]
+    assert _diagnosis(trace)["oversubscribed"] is None

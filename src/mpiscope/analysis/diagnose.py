@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.critical import CriticalPath, critical_path
-from mpiscope.analysis.findings import Finding, build_findings
+from mpiscope.analysis.findings import Finding, build_findings, oversubscribed_finding
 from mpiscope.analysis.frames import Frames, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
@@ -45,6 +45,8 @@ class Diagnosis:
     hot_spots: list[HotSpot]
     findings: list[Finding]
     notes: list[str] = field(default_factory=list)
+    # more ranks than CPUs on a host: a fact of the run, inside every finding, so said apart
+    oversubscribed: Finding | None = None
 
     def to_json(self) -> dict[str, Any]:
         if self.imbalance is not None:
@@ -66,6 +68,7 @@ class Diagnosis:
             "per_rank": [{"rank": r["rank"], "app_seconds": r["app_ns"] / 1e9, "mpi_seconds": r["mpi_ns"] / 1e9,
                           "wait_seconds": r["wait_ns"] / 1e9} for r in self.per_rank.iter_rows(named=True)],
             "notes": self.notes,
+            "oversubscribed": self.oversubscribed.to_json() if self.oversubscribed else None,
         }
 
 
@@ -104,4 +107,5 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
         hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded,
                                                  unattributed_ns(f, waits)), notes=notes,
+        oversubscribed=oversubscribed_finding(times, crowded or ()),
     )

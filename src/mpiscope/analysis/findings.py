@@ -4,8 +4,9 @@ Every finding carries `seconds`, the time it costs summed over the ranks concern
 (rank-seconds), so that findings of different kinds sort on one scale. Findings
 under MIN_SHARE of the run's rank-seconds (the sum of every rank's time from
 MPI_Init to MPI_Finalize) are dropped, except hot spots, which name a structure
-rather than a cost. Where more ranks than CPUs shared a host, that finding comes first
-whatever its cost: the time-sharing is inside every other finding. A run is called communication-bound when its ranks spend
+rather than a cost. More ranks than CPUs on a host is not a finding of the program but of
+the run: oversubscribed_finding() gives it apart (Diagnosis.oversubscribed), since its
+time-sharing is inside every finding here. A run is called communication-bound when its ranks spend
 COMM_BOUND_SHARE of their time or more in MPI without waiting for another rank
 (moving data, or the MPI's own overhead).
 """
@@ -313,10 +314,9 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots),
                           None if crowded is None else bool(crowded))
     for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None,
-                  comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed),
-                  oversubscribed_finding(times, crowded or ())):
+                  comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed)):
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9
     found = [x for x in found if x.seconds >= floor] + hot_spot_findings(spots, caused_ns, floor)
-    return sorted(found, key=lambda x: (x.kind != "oversubscribed", -x.seconds))
+    return sorted(found, key=lambda x: -x.seconds)

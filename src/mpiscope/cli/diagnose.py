@@ -36,6 +36,9 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 
 
 def render(d: Diagnosis, top: int) -> None:
+    if d.oversubscribed:  # before the findings: it is inside every one of them
+        output.warn(d.oversubscribed.text)
+        output.text(f"   [green]→ {escape(d.oversubscribed.suggestion)}[/green]")
     if not d.findings:
         output.text("No finding: no rank waited or computed noticeably longer than the others.")
     for i, f in enumerate(d.findings[:top], 1):

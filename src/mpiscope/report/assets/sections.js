@@ -82,7 +82,10 @@ MS.renderDiagnosis = function (data, zoom) {
   const d = data.diagnosis, host = document.getElementById("diagnosis");
   document.getElementById("sec-diagnosis").hidden = false;
   document.querySelector('#nav a[href="#sec-diagnosis"]').hidden = false;
-  const findings = d.findings || [];
+  const findings = d.findings || [], crowded = d.oversubscribed;
+  // a fact of the run, inside every finding below: said before them, not ranked among them
+  if (crowded) host.append(MS.el("div", { class: "note warn" }, MS.el("b", {}, "Oversubscribed: "), crowded.text,
+    MS.el("p", { class: "f-do" }, "What to do: ", MS.el("code", {}, crowded.suggestion))));
   host.append(MS.el("h3", {}, "Findings"));
   if (!findings.length) host.append(MS.el("p", { class: "muted" }, "Nothing to report: no wait state or imbalance stands out."));
   host.append(MS.el("ol", { class: "findings" }, findings.map((f) => MS.el("li", { class: "finding" },
