@@ -253,7 +253,7 @@ def test_no_phase_to_cut():
     run = Run(2)
     run.call(0, "MPI_Barrier", 0, 10, coll=0)        # rank 1 never took part
     run.call(1, "MPI_Send", 0, 10)
-    with pytest.raises(UsageError, match="has no collective that all 2 ranks take part in"):
+    with pytest.raises(UsageError, match="has no blocking collective that all 2 ranks take part in"):
         phases_of(run.frames())
     d = diagnose_frames(run.frames())                # the diagnosis goes on without phases
     assert d.imbalance is None and d.to_json()["imbalance"]["phases"] == [] and d.notes

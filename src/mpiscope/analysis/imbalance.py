@@ -135,8 +135,9 @@ def phases_of(f: Frames, times: pl.DataFrame | None = None) -> Imbalance:
     """The phases of Frames; `times`: their rank_times() if already made."""
     sync = _sync_events(f)
     if sync.height == 0:
-        raise UsageError(f"{f.path} has no collective that all {f.ranks} ranks take part in, so its run cannot "
-                         f"be cut into phases; add an MPI_Barrier (or any collective on MPI_COMM_WORLD) at the end "
+        raise UsageError(f"{f.path} has no blocking collective that all {f.ranks} ranks take part in (a "
+                         f"nonblocking one does not mark where a phase ends), so its run cannot be cut into "
+                         f"phases; add an MPI_Barrier (or any blocking collective on MPI_COMM_WORLD) at the end "
                          f"of each phase and record again, or give the times: mpiscope rebalance --times ...")
     enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
     before = mpi_ns_before(f)
