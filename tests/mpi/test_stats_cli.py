@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from tests.conftest import MPICH, mpiscope_cli
+
+from mpiscope.mpi.build import compile_program
 
 
 @pytest.mark.mpi(ranks=4)
@@ -19,6 +22,8 @@ def test_stats_json(run_traced):
     assert [r["rank"] for r in s["per_rank"]] == [0, 1, 2, 3]
     assert all(r["bytes_sent"] == 500 and r["bytes_received"] == 500 for r in s["per_rank"])
     assert all(0 <= r["mpi_time_ns"] <= r["app_time_ns"] for r in s["per_rank"])
+    assert all(r["rma_bytes_put"] == r["rma_bytes_get"] == 0 for r in s["per_rank"])
+    assert "one-sided" not in mpiscope_cli(["stats", str(t.path)]).stdout
     calls = {c["call"]: c for c in s["per_call"]}
     assert calls["MPI_Send"]["count"] == 20 and calls["MPI_Send"]["bytes"] == 2000
     # mpiP's view: call sites resolved to file:line of the example (built with -g)
@@ -26,6 +31,21 @@ def test_stats_json(run_traced):
     assert any("ring.c:" in site for site in sites), sites
     pairs = {(p["src"], p["dst"]): p for p in s["pairs"]}
     assert pairs[(0, 1)]["messages"] == 5 and pairs[(0, 1)]["bytes"] == 500
+
+
+@pytest.mark.mpi(ranks=3)
+def test_one_sided_bytes_per_rank(tmp_path: Path, build_dir: Path) -> None:
+    """fence.c: each of 3 ranks puts one double to the next between 4 fences (3 iterations): 24 B
+    each, none read; `stats` shows one-sided columns for such a run only (ring has none)."""
+    exe = compile_program(Path(__file__).parent / "programs" / "fence.c", mpicc=str(MPICH.mpicc),
+                          extra=["-O0"], out_dir=build_dir / "fence")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(3), str(exe), "3", "1"],
+                        env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-2000:]
+    per_rank = json.loads(mpiscope_cli(["stats", str(out), "--json", "-"]).stdout)["per_rank"]
+    assert [(r["rma_bytes_put"], r["rma_bytes_get"]) for r in per_rank] == [(24, 0)] * 3
+    assert "one-sided put" in mpiscope_cli(["stats", str(out)]).stdout
 
 
 def test_demo(tmp_path):

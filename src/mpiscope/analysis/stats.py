@@ -22,6 +22,12 @@ from mpiscope.trace import Trace
 from mpiscope.trace.placement import oversubscribed
 
 ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
+# One-sided operations by the way their origin's data goes (a call's `bytes` is its origin buffer):
+# to the target (puts, accumulates, atomics), or from it (gets).
+_ONE_SIDED_PUT = ("MPI_Put", "MPI_Rput", "MPI_Accumulate", "MPI_Raccumulate", "MPI_Get_accumulate",
+                  "MPI_Rget_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap")
+RMA_PUT_CALLS = [*_ONE_SIDED_PUT, *(n + "_c" for n in _ONE_SIDED_PUT)]
+RMA_GET_CALLS = ["MPI_Get", "MPI_Rget", "MPI_Get_c", "MPI_Rget_c"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_sent"),
         # recv_bytes: what each collective call received (null in traces that did not record it)
         pl.col("recv_bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_received"),
+        pl.col("bytes").filter(calls_in(RMA_PUT_CALLS)).sum().alias("rma_bytes_put"),
+        pl.col("bytes").filter(calls_in(RMA_GET_CALLS)).sum().alias("rma_bytes_get"),
     )
     sent = msgs.group_by(pl.col("src").alias("rank")).agg(
         pl.len().alias("messages_sent"), pl.col("bytes").sum().alias("bytes_sent"))
@@ -117,7 +125,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls", "threads",
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
                                                    "bytes_received", "collective_bytes_sent",
-                                                   "collective_bytes_received")])
+                                                   "collective_bytes_received", "rma_bytes_put",
+                                                   "rma_bytes_get")])
         .sort("rank")
     )
     mpi_calls = ev.filter(~pl.col("env"))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import polars as pl
+
 from mpiscope import output
 from mpiscope.analysis.stats import Stats, summarize
 from mpiscope.output import fmt_bytes, fmt_ns
@@ -22,13 +24,16 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 
 
 def render(s: Stats) -> None:
+    # one-sided columns only for a run that moved data that way
+    rma = int(s.per_rank.select(pl.col("rma_bytes_put") + pl.col("rma_bytes_get")).sum().item() or 0) > 0
     output.table(
         f"Per rank ({s.ranks} ranks)",
         ["rank", "app time", "MPI time", "MPI %", "outside MPI", "calls", "sent", "received", "coll. sent",
-         "coll. received"],
+         "coll. received", *(["one-sided put", "one-sided get"] if rma else [])],
         [[r["rank"], fmt_ns(r["app_time_ns"]), fmt_ns(r["mpi_time_ns"]), f"{r['mpi_pct'] or 0:.1f}",
           fmt_ns(r["outside_mpi_ns"]), r["calls"], fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_received"]),
-          fmt_bytes(r["collective_bytes_sent"]), fmt_bytes(r["collective_bytes_received"])]
+          fmt_bytes(r["collective_bytes_sent"]), fmt_bytes(r["collective_bytes_received"]),
+          *([fmt_bytes(r["rma_bytes_put"]), fmt_bytes(r["rma_bytes_get"])] if rma else [])]
          for r in s.per_rank.iter_rows(named=True)])
     output.table(
         "Per call", ["call", "count", "total", "mean", "max", "% MPI", "bytes", "received"],
