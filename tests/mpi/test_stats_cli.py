@@ -24,6 +24,10 @@ def test_stats_json(run_traced):
     assert all(0 <= r["mpi_time_ns"] <= r["app_time_ns"] for r in s["per_rank"])
     assert all(r["rma_bytes_put"] == r["rma_bytes_get"] == 0 for r in s["per_rank"])
     assert "one-sided" not in mpiscope_cli(["stats", str(t.path)]).stdout
+    from mpiscope.analysis.stats import summarize
+    from mpiscope.report.payload import summary
+
+    assert "rma_bytes_put" not in summary(summarize(t))["per_rank"][0]
     calls = {c["call"]: c for c in s["per_call"]}
     assert calls["MPI_Send"]["count"] == 20 and calls["MPI_Send"]["bytes"] == 2000
     # mpiP's view: call sites resolved to file:line of the example (built with -g)
@@ -46,6 +50,12 @@ def test_one_sided_bytes_per_rank(tmp_path: Path, build_dir: Path) -> None:
     per_rank = json.loads(mpiscope_cli(["stats", str(out), "--json", "-"]).stdout)["per_rank"]
     assert [(r["rma_bytes_put"], r["rma_bytes_get"]) for r in per_rank] == [(24, 0)] * 3
     assert "one-sided put" in mpiscope_cli(["stats", str(out)]).stdout
+    from mpiscope.analysis.stats import summarize
+    from mpiscope.report.payload import summary
+    from mpiscope.trace import open_trace
+
+    rows = summary(summarize(open_trace(out)))["per_rank"]  # the report's per-rank table
+    assert [(r["rma_bytes_put"], r["rma_bytes_get"]) for r in rows] == [(24, 0)] * 3
 
 
 def test_demo(tmp_path):
