@@ -50,6 +50,14 @@ class Stats:
     oversubscribed: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def one_sided_columns(self) -> list[str]:
+        """The per-rank one-sided byte columns, where the run moved data that way (else none): the
+        views show them only then."""
+        cols = ["rma_bytes_put", "rma_bytes_get"]
+        moved = self.per_rank.height and self.per_rank.select(pl.sum_horizontal(cols)).to_series().sum()
+        return cols if moved else []
+
+    @property
     def unmatched_messages(self) -> int:
         return self.unmatched_sends + self.unmatched_recvs
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import polars as pl
-
 from mpiscope import output
 from mpiscope.analysis.stats import Stats, summarize
 from mpiscope.output import fmt_bytes, fmt_ns
@@ -24,8 +22,7 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 
 
 def render(s: Stats) -> None:
-    # one-sided columns only for a run that moved data that way
-    rma = int(s.per_rank.select(pl.col("rma_bytes_put") + pl.col("rma_bytes_get")).sum().item() or 0) > 0
+    rma = bool(s.one_sided_columns)
     output.table(
         f"Per rank ({s.ranks} ranks)",
         ["rank", "app time", "MPI time", "MPI %", "outside MPI", "calls", "sent", "received", "coll. sent",

@@ -93,12 +93,8 @@ def summary(s: Stats) -> dict[str, Any]:
     sites = s.callsites.head(TOP_SUMMARY).select(
         "call", pl.col("callsite").cast(pl.String).fill_null(""), "count", "total_ns", "pct_mpi"
     )
-    # one-sided bytes only for a run that moved data that way (as stats' table shows them)
-    one_sided: list[str] = ["rma_bytes_put", "rma_bytes_get"]
-    rma = one_sided if all(c in s.per_rank.columns for c in one_sided) and \
-        s.per_rank.select(pl.sum_horizontal(one_sided)).to_series().sum() else []
     return {
-        "per_rank": s.per_rank.select(PER_RANK + rma).to_dicts(),
+        "per_rank": s.per_rank.select(PER_RANK + s.one_sided_columns).to_dicts(),
         "top_calls": calls.to_dicts(),
         "top_callsites": sites.to_dicts(),
     }

@@ -18,8 +18,9 @@ import numpy as np
 MASK_CPUS = 256  # CPUs the header's affinity mask covers
 
 
-def _text(raw: bytes) -> str:
-    return " ".join(raw.decode(errors="replace").split())
+def _text(raw: bytes | str) -> str:
+    """A header's text field (or a manifest's host name) with its white space made single."""
+    return " ".join((raw.decode(errors="replace") if isinstance(raw, bytes) else raw).split())
 
 
 def host_cpus(headers: list[np.void]) -> int | None:
@@ -70,7 +71,7 @@ def oversubscribed(manifest: dict[str, Any]) -> list[Crowded]:
     hosts = (manifest.get("placement") or {}).get("hosts") or {}
     ranks_of: dict[str, list[int]] = defaultdict(list)
     for rank, host in (manifest.get("hosts") or {}).items():
-        ranks_of[" ".join(str(host).split())].append(int(rank))
+        ranks_of[_text(str(host))].append(int(rank))
     return [Crowded(host, sorted(ranks_of[host]), int(h["cpus"]), int(h.get("cpus_online") or h["cpus"]))
             for host, h in sorted(hosts.items()) if h.get("cpus") and int(h["ranks"]) > int(h["cpus"])]
 
