@@ -80,6 +80,11 @@ CASES = {
                     {0: 4 * 0.080, 1: 4 * 0.080}, 2, "ALLREDUCE"),
     "late_broadcast": ("late_bcast", 3, ["4", "60"], "late_broadcast", "MPI_Bcast", "BCAST",
                        {1: 4 * 0.060, 2: 4 * 0.060}, 0, "BCAST"),
+    # MPI-4 persistent collectives: the wait is in the MPI_Wait that completes the started instance
+    "wait_at_nxn_persistent": ("nxn", 3, ["4", "80", "persistent"], "wait_at_nxn", "MPI_Wait", "WAIT_P",
+                               {0: 4 * 0.080, 1: 4 * 0.080}, 2, "START_P"),
+    "late_broadcast_persistent": ("late_bcast", 3, ["4", "60", "persistent"], "late_broadcast", "MPI_Wait",
+                                  "WAIT_P", {1: 4 * 0.060, 2: 4 * 0.060}, 0, "START_P"),
     "early_reduce": ("early_reduce", 3, ["4", "60"], "early_reduce", "MPI_Reduce", "REDUCE",
                      {0: 4 * 0.060}, 1, "REDUCE"),
     # one-sided: 3 iterations make 4 fences, rank 2 late to each

@@ -4,8 +4,11 @@ their completions. Each test runs with MPICH and with Open MPI (any_mpi)."""
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
+from tests.conftest import mpiscope_cli
 
 INT = 4
 COUNT = 4  # collectives.c / nbc.c: ints per rank and peer
@@ -255,6 +258,19 @@ def test_mpi4_persistent_collectives_and_partitioned_messages(run_traced, any_mp
     assert (bcast["root"] == N - 1).all() and (bcast["bytes"] == COUNT * INT).all()
     # each start ends at the completion that finished it
     assert coll["t_last_leave_ns"].null_count() == 0
+    # an MPI_Start of one persistent collective is its rank's part in the instance, as an
+    # MPI_Iallreduce row is: the instance, bytes, received bytes and the MPI_Wait that completed it
+    started = by_call(ev, "MPI_Start").sort("rank", "event")
+    assert started["coll_id"].null_count() == 0 and started["seq"].null_count() == 0
+    assert (started["bytes"] == COUNT * INT).all() and (started["recv_bytes"] == COUNT * INT).all()
+    assert set(started["coll_id"]) == set(coll.filter(pl.col("call").cast(pl.Utf8) == "MPI_Allreduce_init")["coll_id"])
+    waits = ev.select(pl.col("event").alias("completed_by"), pl.col("call").cast(pl.Utf8).alias("by"),
+                      pl.col("t_leave_ns").alias("t_complete_ns"))
+    assert started.join(waits, on=["completed_by", "t_complete_ns"])["by"].to_list() == ["MPI_Wait"] * 3 * N
+    # a Startall of two collectives cannot stand for both: they stay instances of their own
+    assert by_call(ev, "MPI_Startall")["coll_id"].null_count() == 4 * N
+    stats = json.loads(mpiscope_cli(["stats", str(t.path), "--json", "-"]).stdout)
+    assert [r["collective_bytes_sent"] for r in stats["per_rank"]] == [3 * COUNT * INT] * N
     assert (coll["t_last_leave_ns"] >= coll["t_first_enter_ns"]).all()
     # partitioned: each start of the Psend/Precv pair is one message of its 4 partitions of 2 ints
     assert by_call(ev, "MPI_Psend_init").height == by_call(ev, "MPI_Precv_init").height == N

@@ -7,7 +7,7 @@ is its row number) replaces joins on 10 M rows by array lookups.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ import polars as pl
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.errors import TraceCorrupt, UsageError
 from mpiscope.machine import available_memory
-from mpiscope.trace import Trace
+from mpiscope.trace import START_CALLS, Trace
 
 # Not communication: stats.py leaves them out of the time in MPI too.
 ENV_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol")
@@ -40,6 +40,9 @@ class Frames:
     ranks: int
     events: pl.DataFrame
     messages: pl.DataFrame
+    # coll_id, call of the collective instances that persistent collectives' MPI_Start(all) rows
+    # take part in (None: there are none, or made-up tables)
+    started: pl.DataFrame | None = None
     # NumPy copies of columns, made once: every step reads the times, calls and ranks
     _arrays: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -54,6 +57,23 @@ class Frames:
         if "call" not in self._arrays:
             self._arrays["call"] = self.events["call"].to_physical().to_numpy().astype(np.int64)
         return self._arrays["call"]
+
+    def collective_codes(self) -> npt.NDArray[np.int64]:
+        """Per event, the code of the call that names its collective: its own call, but for the
+        MPI_Start(all) of a persistent collective, that collective's *_init call (MPI_Allreduce_init
+        is an allreduce, MPI_Start is not)."""
+        if "collective" not in self._arrays:
+            codes = self.call_codes()
+            if self.started is not None and self.started.height:
+                codes = codes.copy()
+                starts = np.flatnonzero(self.code_table(START_CALLS)[codes] & (self.column("coll_id") >= 0))
+                index = {n: i for i, n in enumerate(self.call_names)}
+                by_id = dict(zip(self.started["coll_id"].to_list(), self.started["call"].cast(pl.Utf8).to_list()))
+                named = [index.get(by_id.get(int(c), ""), -1) for c in self.column("coll_id")[starts]]
+                codes[starts] = np.where(np.array(named, np.int64) >= 0, named, codes[starts])
+            codes.flags.writeable = False
+            self._arrays["collective"] = codes
+        return self._arrays["collective"]
 
     def code_table(self, names: set[str] | frozenset[str] | tuple[str, ...]) -> npt.NDArray[np.bool_]:
         """A lookup table over call codes: True where the call's name is in `names`."""
@@ -127,9 +147,20 @@ def load_frames(trace: Trace) -> Frames:
                          f"{need / 2**30:.1f} GiB, and {have / 2**30:.1f} GiB is available; run it on a machine "
                          f"with more memory, or record a part of the run (MPI_Pcontrol); mpiscope stats "
                          f"summarises a trace of any size")
-    return frames_from(_read(trace, "events", EVENT_COLUMNS + OPTIONAL_EVENT_COLUMNS),
-                       _read(trace, "messages", MESSAGE_COLUMNS),
-                       trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)
+    f = frames_from(_read(trace, "events", EVENT_COLUMNS + OPTIONAL_EVENT_COLUMNS),
+                    _read(trace, "messages", MESSAGE_COLUMNS),
+                    trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)
+    started = f.events.filter(pl.col("call").cast(pl.Utf8).is_in(START_CALLS) & pl.col("coll_id").is_not_null())
+    if not started.height:
+        return f
+    ids = started.select(pl.col("coll_id").unique())
+    try:
+        instances = trace.collectives().select("coll_id", "call").join(ids.lazy(), on="coll_id").collect()
+    except (pl.exceptions.PolarsError, OSError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise TraceCorrupt(f"{trace.path}/collectives.parquet cannot be read ({first}); "
+                           f"merge the trace again: mpiscope merge {trace.path}") from e
+    return replace(f, started=instances)
 
 
 def mpi_ns_before(f: Frames) -> I64:

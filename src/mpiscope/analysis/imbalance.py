@@ -31,7 +31,7 @@ import polars as pl
 
 from mpiscope.analysis.frames import Frames, load_frames, mpi_ns_before, rank_times
 from mpiscope.errors import UsageError
-from mpiscope.trace import Trace
+from mpiscope.trace import START_CALLS, Trace
 
 JSON_PHASES = 64      # phases (or groups of phases) in the JSON
 WORST_PHASES = 10     # single phases listed by time lost when they are grouped
@@ -124,7 +124,7 @@ def _sync_events(f: Frames) -> pl.DataFrame:
     """The events taking part in blocking collective instances of all world ranks:
     event, rank, coll_id, in event order."""
     ev = f.events.select("event", "rank", "coll_id", "call").filter(pl.col("coll_id").is_not_null())
-    nonblocking = f.code_table(frozenset(n for n in f.call_names if n.startswith("MPI_I")))
+    nonblocking = f.code_table(frozenset(n for n in f.call_names if n.startswith("MPI_I")) | set(START_CALLS))
     ev = ev.filter(~pl.Series(nonblocking[ev["call"].to_physical().to_numpy()]))
     full = (ev.group_by("coll_id").agg(pl.col("rank").n_unique().alias("n"), pl.len().alias("rows"))
             .filter((pl.col("n") == f.ranks) & (pl.col("rows") == f.ranks)).select("coll_id"))

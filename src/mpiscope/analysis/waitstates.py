@@ -71,15 +71,15 @@ TOP_CAUSES = 10
 
 
 def _variants(*names: str) -> frozenset[str]:
-    """A blocking collective with its nonblocking and large-count variants."""
+    """A blocking collective with its nonblocking, persistent and large-count variants."""
     out: set[str] = set()
     for n in names:
         nb = "MPI_I" + n[4].lower() + n[5:]
-        out |= {n, n + "_c", nb, nb + "_c"}
+        out |= {n, n + "_c", nb, nb + "_c", n + "_init", n + "_init_c"}
     return frozenset(out)
 
 
-BARRIER = frozenset({"MPI_Barrier", "MPI_Ibarrier"})
+BARRIER = frozenset({"MPI_Barrier", "MPI_Ibarrier", "MPI_Barrier_init"})
 NXN = _variants("MPI_Allreduce", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Allgather",
                 "MPI_Allgatherv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan")
 BROADCAST = _variants("MPI_Bcast", "MPI_Scatter", "MPI_Scatterv")
@@ -159,8 +159,8 @@ def _wrong_order(m: pl.DataFrame, dst: Any, wait_enter: I64) -> I64:
 
 def _sends_or_collectives(f: Frames) -> I64:
     """Per event: how many calls of its rank up to it (included) sent or took part in a collective."""
-    names = frozenset(n for n in f.call_names if "send" in n.lower()) | BARRIER | NXN | BROADCAST | REDUCE
-    return np.cumsum(f.code_table(names)[f.call_codes()], dtype=np.int64)
+    sends = f.code_table(frozenset(n for n in f.call_names if "send" in n.lower()))[f.call_codes()]
+    return np.cumsum(sends | (f.column("coll_id") >= 0), dtype=np.int64)  # coll_id: a part in an instance
 
 
 def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
@@ -212,7 +212,7 @@ def _collectives(f: Frames, tm: _Times) -> pl.DataFrame:
         kind_of |= f.code_table(names).astype(np.uint8) * code
     coll = f.column("coll_id")
     idx = np.flatnonzero(coll >= 0)
-    kind = kind_of[f.call_codes()[idx]]
+    kind = kind_of[f.collective_codes()[idx]]
     idx, kind = idx[kind > 0], kind[kind > 0]
     if idx.size == 0:
         return pl.DataFrame(schema=_CANDIDATE)

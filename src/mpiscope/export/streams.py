@@ -28,6 +28,7 @@ from mpiscope.export.tables import (
     rank_messages,
     rank_spans,
     thread_spans,
+    with_instance_calls,
     with_recv_bytes,
 )
 from mpiscope.trace import Trace
@@ -210,7 +211,8 @@ def _p2p_records(ev: pl.LazyFrame, sends: pl.LazyFrame, recvs: pl.LazyFrame) -> 
 
 
 def _collective_records(trace: Trace, ev: pl.LazyFrame) -> list[pl.LazyFrame]:
-    coll = with_recv_bytes(trace, ev.filter(pl.col("coll_id").is_not_null())).collect().lazy()
+    coll = with_recv_bytes(trace, ev.filter(pl.col("coll_id").is_not_null())).collect()
+    coll = with_instance_calls(trace, coll).lazy()  # a persistent collective's op is its *_init call's
     args = (pl.col("comm"), pl.col("root"), pl.col("bytes"), pl.col("recv_bytes"))
     nonblocking = pl.col("completed_by").is_not_null() & pl.col("t_complete_ns").is_not_null()
     blk, nb = coll.filter(~nonblocking), coll.filter(nonblocking)

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from mpiscope.trace import Trace
+from mpiscope.trace import START_CALLS, Trace
 
 EVENT_COLUMNS = [
     "event",
@@ -214,6 +214,24 @@ def with_recv_bytes(trace: Trace, ev: pl.LazyFrame) -> pl.LazyFrame:
         )
         .drop("_inst_bytes")
     )
+
+
+def with_instance_calls(trace: Trace, coll: pl.DataFrame) -> pl.DataFrame:
+    """Collective rows (coll_id, call_code) with the call_code of the call that names their
+    collective: a persistent collective's MPI_Start(all) is its *_init call, whose operation
+    regions.collective_op knows (MPI_Allreduce_init: an allreduce)."""
+    names = call_names(trace)
+    starts = [names.index(n) for n in START_CALLS if n in names]
+    started = coll.filter(pl.col("call_code").is_in(starts))
+    if not started.height:
+        return coll
+    code = {n: i for i, n in enumerate(names)}
+    inst = (trace.collectives().join(started.lazy().select(pl.col("coll_id").unique()), on="coll_id", how="semi")
+            .select("coll_id", pl.col("call").cast(pl.Utf8).replace_strict(code, default=None, return_dtype=pl.Int64)
+                    .alias("_named")).collect())
+    return (coll.join(inst, on="coll_id", how="left", maintain_order="left")
+            .with_columns(pl.when(pl.col("call_code").is_in(starts)).then(pl.coalesce("_named", "call_code"))
+                          .otherwise(pl.col("call_code")).alias("call_code")).drop("_named"))
 
 
 def iter_ranks(trace: Trace) -> Iterator[tuple[int, int]]:

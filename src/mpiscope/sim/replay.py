@@ -25,7 +25,7 @@ import polars as pl
 
 from mpiscope.errors import SimError
 from mpiscope.mapping.patterns import Pattern
-from mpiscope.trace import Trace
+from mpiscope.trace import START_CALLS, Trace
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
 MAX_COMMS = 4096          # MAX_COMMS in replay.c
@@ -45,6 +45,8 @@ COLLECTIVES = {
     "MPI_Alltoallw": "alltoallv", "MPI_Reduce_scatter": "reduce_scatter",
     "MPI_Reduce_scatter_block": "reduce_scatter",
 }
+# A persistent collective replays as its nonblocking form: MPI_Allreduce_init -> MPI_Iallreduce
+AS_NONBLOCKING = {k + "_init": "MPI_I" + k[4:].lower() for k in COLLECTIVES}
 COLLECTIVES.update({"MPI_I" + k[4:].lower(): v for k, v in COLLECTIVES.items()})
 NONBLOCKING += [k for k in COLLECTIVES if k.startswith("MPI_I")]
 NOT_REPLAYED = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
@@ -142,7 +144,7 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
     """The trace as replay actions; compute gaps become ref_flops per second of recorded time."""
     ev = trace.events().select("event", "rank", pl.col("call").cast(pl.Utf8), "t_enter_ns", "t_leave_ns",
                                "comm", "root", "bytes", "coll_id", "completed_by").collect()
-    ev = ev.sort("rank", "event")
+    ev = _persistent_as_nonblocking(trace, ev.sort("rank", "event"))
     notes: list[str] = []
     # Time outside MPI before each call: the rank's computation (threads overlap: use the latest exit).
     gaps = (ev.with_columns(prev=pl.col("t_leave_ns").cum_max().shift(1).over("rank"))
@@ -168,6 +170,20 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
         notes.append(f"{rma} one-sided (RMA) calls are not replayed")
     return Actions(trace.ranks, lines.sort("rank", "key", "sub", "slot"), comms, m.height,
                    int(m["bytes"].sum() or 0), tuple(notes))
+
+
+def _persistent_as_nonblocking(trace: Trace, ev: pl.DataFrame) -> pl.DataFrame:
+    """The MPI_Start(all) of a persistent collective as the nonblocking collective it replays as
+    (its instance's MPI_Allreduce_init: MPI_Iallreduce), completed where the trace completed it."""
+    started = ev.filter(pl.col("call").is_in(START_CALLS) & pl.col("coll_id").is_not_null())
+    if not started.height:
+        return ev
+    named = (trace.collectives().join(started.lazy().select(pl.col("coll_id").unique()), on="coll_id", how="semi")
+             .select("coll_id", pl.col("call").cast(pl.Utf8).replace_strict(AS_NONBLOCKING, default=None)
+                     .alias("_named")).collect())
+    return (ev.join(named, on="coll_id", how="left", maintain_order="left")
+            .with_columns(pl.when(pl.col("call").is_in(START_CALLS)).then(pl.coalesce("_named", "call"))
+                          .otherwise(pl.col("call")).alias("call")).drop("_named"))
 
 
 def _completions(ev: pl.DataFrame) -> pl.DataFrame:

@@ -18,6 +18,9 @@ from mpiscope.errors import TraceCorrupt
 from mpiscope.trace.storage import decode
 
 TABLES = ("events", "messages", "collectives", "comms")
+# The calls that start persistent requests. One that starts a persistent collective is that rank's
+# part in its instance (coll_id), named in collectives.parquet by its *_init call.
+START_CALLS = ("MPI_Start", "MPI_Startall")
 
 
 @dataclass(frozen=True)

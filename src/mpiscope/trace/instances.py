@@ -18,7 +18,7 @@ import polars as pl
 
 from mpiscope.trace.columns import ROLE, CallTable
 from mpiscope.trace.match import COLLECTIVE_COLUMNS
-from mpiscope.trace.tables import Rows, nullable
+from mpiscope.trace.tables import Rows, instance_calls, nullable
 
 _KIND_BIT, _PIECE_BIT = 62, 40  # a row's place in that order: kind (0 rows, 1 starts), piece, position
 
@@ -34,7 +34,7 @@ def coll_rows(rows: Rows, starts: Rows) -> pl.DataFrame:
         frames.append(pl.DataFrame([
             pl.Series("order", (np.int64(kind) << _KIND_BIT) + idx.astype(np.int64)),
             pl.Series("comm", e["comm"][idx].astype(np.int64)), pl.Series("seq", e["tag"][idx].astype(np.int64)),
-            pl.Series("call", e["call"][idx].astype(np.uint32)), nullable(peer, peer >= 0, "root"),
+            pl.Series("call", instance_calls(e, idx).astype(np.uint32)), nullable(peer, peer >= 0, "root"),
             pl.Series("bytes", e["bytes"][idx].astype(np.int64)),
             nullable(e["recv_bytes"][idx].astype(np.int64), e["recv_valid"][idx], "recv_bytes"),
             pl.Series("t_enter_ns", e["t_enter"][idx].astype(np.int64)),

@@ -46,6 +46,7 @@ from mpiscope.trace.tables import (
     collectives_table,
     event_rows,
     events_frame,
+    lift_persistent_starts,
     messages_table,
     nullable,
     persistent_starts,
@@ -272,6 +273,7 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
         add_recv_bytes(rec, rows, starts, starts["record"], recorded)
         add_completed_bytes(rows, links)
         add_outcomes(rec, rows)
+        starts = lift_persistent_starts(rec, rows, starts)
         ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         p2p, si, ri, shifts, feasible, refused = matched.result()
         del rec  # every table has its own columns now (peak memory)

@@ -29,7 +29,8 @@ from mpiscope.trace.reader import RankFile, read_rank_file
 from mpiscope.trace.received import add_completed_bytes, add_recv_bytes
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_parts, writers
-from mpiscope.trace.tables import Rows, event_rows, events_frame, nullable, persistent_starts, shift_rows
+from mpiscope.trace.tables import (Rows, event_rows, events_frame, lift_persistent_starts, nullable, persistent_starts,
+                                   shift_rows)
 
 
 def worker_setup() -> None:
@@ -83,11 +84,13 @@ def read(whole: Whole, ranks: list[int]) -> Read:
 
 
 def rows_of(whole: Whole, r: Read) -> Rows:
-    """The event rows of a piece, with received bytes and outcomes (the starts get theirs)."""
+    """The event rows of a piece, with received bytes and outcomes (the starts get theirs); the
+    persistent collectives' starts that a row now holds leave r.starts."""
     rows = event_rows(r.rec, r.links, whole.calls)
     add_recv_bytes(r.rec, rows, r.starts, r.starts["record"], whole.recorded)
     add_completed_bytes(rows, r.links)
     add_outcomes(r.rec, rows)
+    r.starts = lift_persistent_starts(r.rec, rows, r.starts)
     return rows
 
 

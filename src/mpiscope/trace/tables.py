@@ -98,9 +98,49 @@ def persistent_starts(rec: Records, links: StartLinks, calls: CallTable) -> Rows
         "peer": rec.peer[idx], "bytes": rec.bytes[idx], "t_enter": rec.t_enter[idx].copy(),
         "t_leave": rec.t_leave[idx].copy(),
         "t_complete": np.where(linked, links.t_complete[pos] if links.index.size else -1, -1),
+        "completed_by": np.where(linked, links.completed_by[pos] if links.index.size else -1, -1),
         "call": np.where(known, codes[np.where(known, init, 0).astype(np.int64)], 0).astype(np.uint32),
-        "record": idx,
+        "record": idx, "event": rec.event[idx].astype(np.int64),
     }
+
+
+def lift_persistent_starts(rec: Records, rows: Rows, starts: Rows) -> Rows:
+    """The MPI_Start(all) rows that started one persistent collective and nothing else become
+    that rank's part of its instance, as an MPI_Iallreduce row is: the collective's
+    communicator, sequence number, root, bytes, received bytes, request and completion, and
+    role coll (collective_ids gives them the instance's coll_id). `rows["lifted"]` (event
+    rows, sorted) and `rows["lifted_call"]` keep the collective each names (its *_init call:
+    instance_calls). Returns the starts left: those of a Startall of several persistent
+    collectives, which stay instances of their own (no row can carry two coll_ids)."""
+    ev = starts["event"]
+    valid = (ev >= 0) & (starts["comm"] >= 0) & (starts["call"] > 0)
+    once, counts = np.unique(ev[ev >= 0], return_counts=True)
+    p2p = np.unique(rec.event[role_is(rec.role, "psend", "precv")])
+    alone = np.isin(ev, once[counts == 1]) & ~np.isin(ev, p2p)
+    keep = valid & alone
+    keep[keep] = rows["completed_by"][ev[keep]] < 0  # never overwrite a row's own link
+    s = np.flatnonzero(keep)
+    e = ev[s]
+    order = np.argsort(e)
+    s, e = s[order], e[order]
+    rows["role"][e] = ROLE["coll"]
+    for name in ("comm", "tag", "peer", "bytes", "recv_bytes", "recv_valid", "t_complete", "completed_by"):
+        rows[name][e] = starts[name][s]
+    rows["req"][e] = rec.req[starts["record"][s]]
+    rows["lifted"], rows["lifted_call"] = e, starts["call"][s]
+    return {name: values[~keep] for name, values in starts.items()}
+
+
+def instance_calls(e: Rows, idx: np.ndarray) -> np.ndarray:
+    """The call that names the collective of rows idx: their own, but the *_init call for a
+    persistent collective's start (lift_persistent_starts)."""
+    calls: np.ndarray = e["call"][idx].copy()
+    lifted = e.get("lifted")
+    if lifted is not None and lifted.size:
+        pos = np.minimum(np.searchsorted(lifted, idx), lifted.size - 1)
+        hit = lifted[pos] == idx
+        calls[hit] = e["lifted_call"][pos[hit]]
+    return calls
 
 
 def collective_ids(e: Rows, starts: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +181,7 @@ def collectives_table(parts: list[tuple[Rows, np.ndarray]], comms: pl.DataFrame,
         t_done = np.where(t_complete >= 0, t_complete, t_leave)
         frames.append(pl.DataFrame([
             pl.Series("coll_id", coll_id[idx]), pl.Series("comm", e["comm"][idx].astype(np.int64)),
-            calls.series(e["call"][idx]), nullable(peer, peer >= 0, "root"),
+            calls.series(instance_calls(e, idx)), nullable(peer, peer >= 0, "root"),
             pl.Series("bytes", e["bytes"][idx].astype(np.int64)),
             nullable(e["recv_bytes"][idx].astype(np.int64), e["recv_valid"][idx], "recv_bytes"),
             pl.Series("t_enter_ns", e["t_enter"][idx].astype(np.int64)),
