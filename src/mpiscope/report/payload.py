@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope import __version__
-from mpiscope.analysis.stats import ENV_CALLS, Stats
+from mpiscope.analysis.stats import ENV_CALLS, RMA_GET_CALLS, RMA_PUT_CALLS, Stats
 from mpiscope.errors import UsageError
 from mpiscope.mpi.find import implementation_of
 from mpiscope.report.bcast import bcast_section
@@ -136,21 +136,36 @@ def within_mpi_time(families: list[list[float]], per_rank: pl.DataFrame) -> list
 
 
 def matrix(trace: Trace, ranks: int) -> dict[str, Any]:
-    """Bytes and messages from each rank (row) to each rank (column); blocks of ranks above 256."""
+    """Bytes and messages from each rank (row) to each rank (column); blocks of ranks above 256.
+    With `one_sided` (where the run has one-sided calls, as stats counts them): the bytes that
+    puts, accumulates and atomics carried from origin to target and gets from target to origin."""
     block = max(1, math.ceil(ranks / MATRIX_MAX))
     n = max(1, math.ceil(ranks / block))
-    g = (
-        trace.messages()
-        .group_by((pl.col("src") // block).alias("s"), (pl.col("dst") // block).alias("d"))
-        .agg(pl.len().alias("m"), pl.col("bytes").sum().alias("b"))
-        .collect()
-    )
-    b, m = np.zeros((n, n)), np.zeros((n, n), np.int64)
-    s, d = g["s"].to_numpy().astype(np.int64), g["d"].to_numpy().astype(np.int64)
-    ok = (s < n) & (d < n)
-    b[s[ok], d[ok]] = g["b"].to_numpy()[ok]
-    m[s[ok], d[ok]] = g["m"].to_numpy()[ok]
-    return {"ranks": n, "block": block, "bytes": b.tolist(), "messages": m.tolist()}
+
+    def cells(pairs: pl.LazyFrame, *values: str) -> list[np.ndarray]:
+        g = (pairs.group_by((pl.col("src") // block).alias("s"), (pl.col("dst") // block).alias("d"))
+             .agg(pl.len().alias("m"), pl.col("bytes").sum().alias("b")).collect())
+        s, d = g["s"].to_numpy().astype(np.int64), g["d"].to_numpy().astype(np.int64)
+        ok = (s < n) & (d < n)
+        out = []
+        for v in values:
+            a = np.zeros((n, n), np.int64 if v == "m" else np.float64)
+            a[s[ok], d[ok]] = g[v].to_numpy()[ok]
+            out.append(a)
+        return out
+
+    b, m = cells(trace.messages().select("src", "dst", "bytes"), "b", "m")
+    out: dict[str, Any] = {"ranks": n, "block": block, "bytes": b.tolist(), "messages": m.tolist()}
+    ev = trace.events().select("rank", "peer", "call", "bytes").filter(pl.col("peer").is_not_null())
+    name = pl.col("call").cast(pl.Utf8)
+    put = ev.filter(name.is_in(RMA_PUT_CALLS)).select(pl.col("rank").alias("src"), pl.col("peer").alias("dst"),
+                                                       "bytes")
+    get = ev.filter(name.is_in(RMA_GET_CALLS)).select(pl.col("peer").alias("src"), pl.col("rank").alias("dst"),
+                                                       "bytes")
+    (one_sided,) = cells(pl.concat([put, get]), "b")
+    if one_sided.any():
+        out["one_sided"] = one_sided.tolist()
+    return out
 
 
 def size_hist(trace: Trace) -> list[dict[str, int]]:

@@ -74,7 +74,12 @@ MS.charts.matrix = function (host, M, metric) {
   host.replaceChildren();
   const vals = M[metric] || [];
   const n = vals.length, block = M.block || 1;
-  if (!n) { host.append(MS.el("p", { class: "muted" }, "No point-to-point message.")); return; }
+  if (!n || (M.one_sided && !vals.some((row) => row.some((v) => v > 0)))) {
+    host.append(MS.el("p", { class: "muted" }, metric === "one_sided" ? "No one-sided transfer."
+      : M.one_sided ? "No point-to-point message: this run's ranks communicated one-sided (see one-sided bytes)."
+        : "No point-to-point message."));
+    return;
+  }
   let max = 0;
   for (const row of vals) for (const v of row) if (v > max) max = v;
   const scale = MS.logScale(max);
@@ -121,7 +126,7 @@ MS.charts.matrix = function (host, M, metric) {
     const b = canvas.getBoundingClientRect(), x = e.clientX - b.left - pad, y = e.clientY - b.top - pad;
     const i = Math.floor(y / cell), j = Math.floor(x / cell);
     if (i < 0 || j < 0 || i >= n || j >= n) { tip.hidden = true; return; }
-    const fmt = metric === "bytes" ? MS.fmtBytes : MS.fmtCount;
+    const fmt = metric === "messages" ? MS.fmtCount : MS.fmtBytes;
     const who = (k) => (block > 1 ? `ranks ${k * block}–${k * block + block - 1}` : `rank ${k}`);
     tip.textContent = `${who(i)} → ${who(j)}: ${fmt(vals[i][j])}`;
     tip.hidden = false;
@@ -130,7 +135,7 @@ MS.charts.matrix = function (host, M, metric) {
   canvas.addEventListener("pointerleave", () => { tip.hidden = true; });
   const legend = MS.el("div", { class: "legend-scale" });
   MS.densityLegend(legend, { fmt: metric === "bytes" ? MS.fmtBytes : MS.fmtCount, log: true,
-                             label: `${metric} from row to column${block > 1 ? `, blocks of ${block} ranks` : ""}` }, max);
+                             label: `${metric === "one_sided" ? "one-sided bytes" : metric} from row to column${block > 1 ? `, blocks of ${block} ranks` : ""}` }, max);
   wrap.append(canvas, tip);
   host.append(wrap, legend);
 };

@@ -9,6 +9,7 @@ MS.renderStats = function (data) {
   MS.charts.table(s("per-rank"), MS.columnsFor(pr, MS.LABELS, ["rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct"]), pr);
   MS.charts.table(s("callsites"), MS.columnsFor(cs, MS.LABELS, ["call", "callsite", "count", "ranks", "total_ns", "pct_mpi"]), cs, { sort: "total_ns" });
   const matrix = st.matrix || {};
+  s("matrix-metric").querySelector('[data-metric="one_sided"]').hidden = !matrix.one_sided;
   MS.charts.matrix(s("matrix"), matrix, "bytes");
   MS.switchGroup(s("matrix-metric"), (m) => MS.charts.matrix(s("matrix"), matrix, m));
   MS.charts.histogram(s("size-hist"), st.size_hist || []);
