@@ -58,6 +58,35 @@ def test_a_polling_loop_leaves_a_few_records_and_counts_every_call(tmp_path, mod
     assert folded["t_leave_ns"][0] - folded["t_enter_ns"][0] > 0.9e9
 
 
+def test_polls_of_several_call_sites_taking_turns_fold_too(tmp_path):
+    """A 1-second loop polling three call sites in turn (MPI_Test, MPI_Iprobe, MPI_Testany) makes
+    millions of calls: it leaves fewer than 1,000 records and one row per call site, stats counts
+    every call of each, and the three rows follow one another across the loop's span, each at
+    least as long as its time inside MPI, as a time-line and OTF2 need."""
+    import json
+
+    from mpiscope.trace.reader import read_rank_file
+
+    trace, stdout = _run(tmp_path, 2, "cycle", "1")
+    tests, probes, anys = (int(x) for x in stdout.split("polls")[1].split()[:3])
+    assert min(tests, probes, anys) > 10_000
+    records = sum(read_rank_file(p, 1 << 16).size for p in (trace.path / "raw").glob("*.msc"))
+    assert records < 1_000
+    stats = json.loads(mpiscope_cli(["stats", str(trace.path), "--json", "-"]).stdout)
+    counts = {c["call"]: c["count"] for c in stats["per_call"]}
+    assert (counts["MPI_Test"], counts["MPI_Iprobe"], counts["MPI_Testany"]) == (tests, probes, anys)
+    folded = trace.events().filter(pl.col("count") > 1).sort("event").collect()
+    assert folded["call"].cast(pl.Utf8).to_list() == ["MPI_Test", "MPI_Iprobe", "MPI_Testany"]
+    enter, leave, inside = (folded[c].to_list() for c in ("t_enter_ns", "t_leave_ns", "inside_ns"))
+    assert leave[0] == enter[1] and leave[1] == enter[2]
+    assert all(0 < i <= b - a for a, b, i in zip(enter, leave, inside))
+    assert leave[2] - enter[0] > 0.9e9
+    ev = trace.events().filter(pl.col("rank") == 0).sort("event").collect()
+    assert (ev["t_enter_ns"].diff().drop_nulls() >= 0).all() and (ev["t_enter_ns"].shift(-1) >= ev["t_leave_ns"])[:-1].all()
+    export = mpiscope_cli(["export", str(trace.path), "--format", "otf2", "-o", str(tmp_path / "otf2")])
+    assert export.returncode == 0 and "Traceback" not in export.stderr, export.stderr
+
+
 def test_a_failed_bsend_is_no_message(tmp_path):
     """MPI_Bsend without a buffer fails (MPI_ERR_BUFFER under MPI_ERRORS_RETURN): it stays an
     event with its error code, is no message, and the three sends after it with the same

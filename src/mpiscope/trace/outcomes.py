@@ -7,7 +7,9 @@ sub-records the recorder writes after a call (format 6 on, issue 23):
 * sub:count after the record of a polling loop's unsuccessful calls (MPI_Test, MPI_Testany,
   MPI_Testsome, MPI_Testall, MPI_Iprobe, MPI_Improbe in a row from one call site, completing
   nothing): `bytes` calls, `callsite` ticks spent inside them. The record spans the first
-  entry to the last exit; `inside_ns` says how much of that was inside MPI.
+  entry to the last exit; `inside_ns` says how much of that was inside MPI. Where 2 to 4 polls
+  of different call sites took turns, each has its record and sub:count, and their spans
+  overlap: spread_cycles lays them one after the other.
 """
 
 from __future__ import annotations
@@ -45,3 +47,42 @@ def add_outcomes(rec: Records, rows: Rows) -> None:
         if rank < rate.size:
             rate[rank] = clock.ns_per_tick
     rows["inside"][ev] = np.rint(rec.callsite[idx].astype(np.float64) * rate[rec.rank[idx]]).astype(np.int64)
+    spread_cycles(rows)
+
+
+def spread_cycles(rows: Rows) -> None:
+    """The rows of a folded cycle of polls (k call sites polled in turn) each span from their
+    first entry to their last exit, so they overlap. They are laid one after the other across
+    the cycle's span, in their order, each row's share of it its share of the time inside the
+    calls (the calls' own times are not kept; a row's span stays at least its time inside):
+    a thread's rows then never overlap, as a time-line and OTF2 need."""
+    folded = np.flatnonzero(rows["count"] > 1)
+    if folded.size < 2:
+        return
+    folded = folded[np.lexsort((folded, rows["thread"][folded], rows["rank"][folded]))]
+    rank, thread = rows["rank"][folded], rows["thread"][folded]
+    enter, leave = rows["t_enter"][folded], rows["t_leave"][folded]
+    same = (rank[1:] == rank[:-1]) & (thread[1:] == thread[:-1])
+    joins = same & (enter[1:] < leave[:-1]) & (leave[:-1] >= 0)  # a row that starts inside the one before
+    if not joins.any():
+        return
+    group = np.concatenate([[0], np.cumsum(~joins)])
+    starts = np.flatnonzero(np.concatenate([[True], ~joins]))
+    sizes = np.diff(np.append(starts, folded.size))
+    cycle = sizes[group] > 1
+    folded, group, enter, leave = folded[cycle], group[cycle], enter[cycle], leave[cycle]
+    first = np.minimum.reduceat(enter, np.flatnonzero(np.r_[True, group[1:] != group[:-1]]))
+    last = np.maximum.reduceat(leave, np.flatnonzero(np.r_[True, group[1:] != group[:-1]]))
+    _, g = np.unique(group, return_inverse=True)
+    inside = np.maximum(rows["inside"][folded], 0).astype(np.float64)
+    if (np.bincount(g, weights=inside) == 0).any():  # no time inside measured: by the calls instead
+        inside = np.where((np.bincount(g, weights=inside) == 0)[g], rows["count"][folded], inside)
+    share = inside / np.bincount(g, weights=inside)[g]
+    before = np.cumsum(share) - share  # shares of the cycle's rows before each row, cumulative
+    before -= (np.cumsum(share) - share)[np.flatnonzero(np.r_[True, g[1:] != g[:-1]])][g]
+    span = (last - first)[g].astype(np.float64)
+    t0 = first[g] + np.floor(before * span).astype(np.int64)
+    t1 = np.where(np.r_[g[1:] != g[:-1], True], last[g], np.r_[t0[1:], 0])
+    rows["t_enter"][folded] = t0
+    rows["t_leave"][folded] = t1
+

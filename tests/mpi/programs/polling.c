@@ -5,7 +5,10 @@
  *     thread completes after SECONDS, polled with MPI_Test.
  *   polling bsend   (2 ranks): an MPI_Bsend without attached buffer fails (MPI_ERR_BUFFER under
  *     MPI_ERRORS_RETURN); then 3 standard sends with the same envelope, received in order.
- * Prints "polls N" (the calls made) on rank 0. */
+ *   polling cycle SECONDS   (2 ranks): as test, but each turn of the loop polls three call
+ *     sites: MPI_Test on the receive, MPI_Iprobe for a message never sent, MPI_Testany on the
+ *     receive (a progress loop over several request sets).
+ * Prints "polls N" (the calls made) on rank 0; in cycle mode, "polls TEST IPROBE TESTANY". */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -72,7 +75,23 @@ int main(int argc, char **argv)
     } else if (rank == 0) {
         MPI_Request req;
         int index, outcount, indices[1];
-        if (!strcmp(mode, "iprobe")) {
+        if (!strcmp(mode, "cycle")) {
+            long tests = 0, probes = 0, anys = 0;
+            int none = 0;
+            MPI_Irecv(&y, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, &req);
+            while (!flag) {
+                MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+                tests++;
+                if (flag) break;
+                MPI_Iprobe(1, 9, MPI_COMM_WORLD, &none, MPI_STATUS_IGNORE);
+                probes++;
+                MPI_Testany(1, &req, &index, &flag, MPI_STATUS_IGNORE);
+                anys++;
+            }
+            printf("polls %ld %ld %ld\n", tests, probes, anys);
+            MPI_Finalize();
+            return 0;
+        } else if (!strcmp(mode, "iprobe")) {
             while (!flag) {
                 MPI_Iprobe(1, 1, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
                 polls++;

@@ -321,6 +321,65 @@ void msc_poll_count_starts(struct msc_rec *poll, struct msc_rec *r)
     __atomic_store_n(&poll->t_leave, t_left, __ATOMIC_RELEASE);
 }
 
+/* A cycle of polls (see msc_poll_missed): r, the thread's last record, an unsuccessful poll.
+ * Where a cycle is folded and r is its next poll, r is folded into that poll's record and
+ * sub:count, and given back. Else, where the polls in a row that end at r are two turns of
+ * k (2..MSC_CYCLE_MAX) polls of different call sites, their 2k records become the k polls'
+ * records, each followed by its sub:count: [P1 .. Pk P1' .. Pk'] -> [P1 c1 .. Pk ck], each Pi
+ * from its first entry to its last exit. Returns 1 where r was folded or began a cycle. The
+ * merge (trace/outcomes.py) lays the k rows one after the other across the cycle's span. */
+int msc_poll_cycle(struct msc_thread *t, struct msc_rec *r)
+{
+    if (t->cycle) {
+        struct msc_rec *p = t->cycle + 2 * t->cycle_at;
+        if (r == t->cycle + 2 * t->cycle_k && msc_same_poll(p, r)) {
+            struct msc_rec *count = p + 1;
+            uint64_t t_left = r->t_leave;
+            count->bytes++;
+            count->callsite += t_left - r->t_enter;
+            __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
+            r->t_leave = 0;
+            t->next = r;
+            __atomic_store_n(&p->t_leave, t_left, __ATOMIC_RELEASE);
+            t->cycle_at = (uint8_t)((t->cycle_at + 1) % t->cycle_k);
+            return 1;
+        }
+        t->cycle = NULL;
+        return 0;
+    }
+    struct msc_rec *run = t->poll && r == t->poll + 1 ? t->run : r;
+    for (int k = 2; k <= MSC_CYCLE_MAX && r - run + 1 >= 2 * k; k++) {
+        struct msc_rec *base = r - 2 * k + 1;
+        int turns = 1;
+        for (int i = 0; i < k && turns; i++) turns = msc_same_poll(base + i, base + k + i);
+        if (!turns) continue;
+        struct msc_rec was[2 * MSC_CYCLE_MAX];
+        memcpy(was, base, 2 * (size_t)k * sizeof *base);
+        for (int i = 0; i < k; i++) {
+            const struct msc_rec *first = &was[i], *second = &was[k + i];
+            struct msc_rec *p = base + 2 * i, *count = p + 1;
+            __atomic_store_n(&count->call, 0, __ATOMIC_RELEASE);
+            *p = *first;
+            p->t_leave = second->t_leave;
+            count->t_enter = first->t_enter;
+            count->t_leave = second->t_leave;
+            count->bytes = 2;
+            count->callsite = (first->t_leave - first->t_enter) + (second->t_leave - second->t_enter);
+            count->req = 0;
+            count->peer = MSC_PEER_NONE;
+            count->tag = MSC_TAG_NONE;
+            count->comm = MSC_COMM_UNKNOWN;
+            __atomic_store_n(&count->call, (uint16_t)MSC_SUB_COUNT, __ATOMIC_RELEASE);
+        }
+        t->cycle = base;
+        t->cycle_k = (uint8_t)k;
+        t->cycle_at = 0;
+        t->poll = NULL;
+        return 1;
+    }
+    return 0;
+}
+
 int msc_start_request(void *site, MPI_Request *request)
 {
     struct msc_rec *r = msc_enter(MSC_CALL_START, site);

@@ -42,7 +42,9 @@
  * takes a collective without one as receiving what it sent; 5: CRC-32C of
  * blocks, of the file header at a clean end, and of communicator definitions; 6: a
  * call that failed is followed by a sub:rc record, and a polling loop's unsuccessful
- * calls are folded into one record followed by a sub:count (complete.c) */
+ * calls are folded into one record followed by a sub:count (complete.c); polls of 2 to 4
+ * call sites taking turns leave one such pair per call site, their spans overlapping (the
+ * merge lays them one after the other: trace/outcomes.py) */
 #define MSC_FORMAT_VERSION 6u
 #define MSC_FILE_MAGIC 0x4543415254435353ull /* "SSCTRACE" little-endian */
 #define MSC_BLOCK_MAGIC 0x4b4c4253u          /* "SBLK" */

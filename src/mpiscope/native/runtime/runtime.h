@@ -71,6 +71,9 @@ struct msc_thread {
     uint32_t seq;          /* blocks this thread has used */
     void *block;           /* the current block, NULL before the first event */
     struct msc_rec *poll;  /* the thread's last record of a poll that completed nothing */
+    struct msc_rec *run;   /* the first of the unfolded such polls in a row that end at poll */
+    struct msc_rec *cycle; /* a folded cycle of polls (msc_poll_cycle), NULL if none */
+    uint8_t cycle_k, cycle_at; /* its length, and which of its polls comes next */
     struct msc_rec *block_end; /* one past the last record of the block */
     void *scratch[2];      /* per-thread scratch (mmap, grows): [0] completions, */
     size_t scratch_bytes[2]; /* [1] Fortran argument conversions */
@@ -523,20 +526,38 @@ static inline void msc_no_message(struct msc_rec *r)
     r->bytes = 0;
 }
 
+/* Polling loops that poll several call sites in turn (a progress loop testing two request
+ * arrays, Graph500's AML: MPI_Testany on one, then on the other) fold too: up to
+ * MSC_CYCLE_MAX call sites, each with its own record and sub:count. */
+#define MSC_CYCLE_MAX 4
+
+static inline int msc_same_poll(const struct msc_rec *a, const struct msc_rec *b)
+{
+    /* (an unsuccessful poll has no request id and no bytes: the rest of the record says which) */
+    return a->call == b->call && a->callsite == b->callsite && a->comm == b->comm && a->peer == b->peer &&
+           a->tag == b->tag;
+}
+
+int msc_poll_cycle(struct msc_thread *t, struct msc_rec *r);
+
 /* r, the thread's last record, is a poll (MPI_Test & co., MPI_Iprobe, MPI_Improbe) that
  * completed nothing, just left. Where the thread's record before it is the same poll, from
  * the same call site, that completed nothing either, r is folded into it: the first record
  * of the run spans from its entry to the last exit, and a sub:count record after it holds
  * how many calls it stands for (bytes) and the ticks spent inside them (callsite). A
  * polling loop thus leaves two records, not one per call (issue 23); any other record of
- * the thread ends the run. Inline: in a polling loop it runs once per call. */
+ * the thread ends the run. Where 2 to MSC_CYCLE_MAX polls take turns, msc_poll_cycle folds
+ * them alike. Inline: in a polling loop it runs once per call. */
 MSC_HOT void msc_poll_missed(struct msc_rec *r)
 {
     struct msc_thread *t = msc_tls;
     struct msc_rec *poll = t->poll;
-    /* (an unsuccessful poll has no request id and no bytes: the rest of the record says which) */
-    if (msc_fold_polls && poll && t->next == r + 1 && poll->call == r->call && poll->callsite == r->callsite &&
-        poll->comm == r->comm && poll->peer == r->peer && poll->tag == r->tag) {
+    if (!msc_fold_polls || t->next != r + 1) {
+        t->poll = r;
+        t->run = r;
+        return;
+    }
+    if (poll && msc_same_poll(poll, r)) {
         if (poll == r - 2 && r[-1].call == MSC_SUB_COUNT) {
             /* r is given back, zeroed as msc_enter expects it: it stores the other fields
              * itself, and an unsuccessful poll leaves bytes and req zero */
@@ -555,6 +576,8 @@ MSC_HOT void msc_poll_missed(struct msc_rec *r)
             return;
         }
     }
+    if (msc_poll_cycle(t, r)) return;
+    t->run = poll && r == poll + 1 ? t->run : r;
     t->poll = r;
 }
 
