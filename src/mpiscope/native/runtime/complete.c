@@ -333,14 +333,7 @@ int msc_poll_cycle(struct msc_thread *t, struct msc_rec *r)
     if (t->cycle) {
         struct msc_rec *p = t->cycle + 2 * t->cycle_at;
         if (r == t->cycle + 2 * t->cycle_k && msc_same_poll(p, r)) {
-            struct msc_rec *count = p + 1;
-            uint64_t t_left = r->t_leave;
-            count->bytes++;
-            count->callsite += t_left - r->t_enter;
-            __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
-            r->t_leave = 0;
-            t->next = r;
-            __atomic_store_n(&p->t_leave, t_left, __ATOMIC_RELEASE);
+            msc_poll_fold(t, p, p + 1, r);
             t->cycle_at = (uint8_t)((t->cycle_at + 1) % t->cycle_k);
             return 1;
         }

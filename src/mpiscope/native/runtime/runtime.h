@@ -540,6 +540,20 @@ static inline int msc_same_poll(const struct msc_rec *a, const struct msc_rec *b
 
 int msc_poll_cycle(struct msc_thread *t, struct msc_rec *r);
 
+/* Fold r, the thread's last record, into the poll p whose sub:count is `count`: p now ends at
+ * r's exit, and r is given back, zeroed as msc_enter expects it (it stores the other fields
+ * itself, and an unsuccessful poll leaves bytes and req zero). */
+MSC_HOT void msc_poll_fold(struct msc_thread *t, struct msc_rec *p, struct msc_rec *count, struct msc_rec *r)
+{
+    uint64_t t_left = r->t_leave;
+    count->bytes++;
+    count->callsite += t_left - r->t_enter;
+    __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
+    r->t_leave = 0;
+    t->next = r;
+    __atomic_store_n(&p->t_leave, t_left, __ATOMIC_RELEASE);
+}
+
 /* r, the thread's last record, is a poll (MPI_Test & co., MPI_Iprobe, MPI_Improbe) that
  * completed nothing, just left. Where the thread's record before it is the same poll, from
  * the same call site, that completed nothing either, r is folded into it: the first record
@@ -559,16 +573,7 @@ MSC_HOT void msc_poll_missed(struct msc_rec *r)
     }
     if (poll && msc_same_poll(poll, r)) {
         if (poll == r - 2 && r[-1].call == MSC_SUB_COUNT) {
-            /* r is given back, zeroed as msc_enter expects it: it stores the other fields
-             * itself, and an unsuccessful poll leaves bytes and req zero */
-            struct msc_rec *count = r - 1;
-            uint64_t t_left = r->t_leave;
-            count->bytes++;
-            count->callsite += t_left - r->t_enter;
-            __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
-            r->t_leave = 0;
-            t->next = r;
-            __atomic_store_n(&poll->t_leave, t_left, __ATOMIC_RELEASE);
+            msc_poll_fold(t, poll, r - 1, r);
             return;
         }
         if (poll == r - 1) {
