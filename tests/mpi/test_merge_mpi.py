@@ -15,7 +15,8 @@ from tests.unit.test_merge_pieces import assert_same_merge, budget_for, copy, in
 from mpiscope.trace.merge import merge_trace
 
 
-@pytest.mark.parametrize("name,ranks,args", [("halo", 4, []), ("nbc", 4, []), ("threads", 2, [])])
+@pytest.mark.parametrize("name,ranks,args", [("halo", 4, []), ("nbc", 4, []), ("threads", 2, []),
+                                            ("persistent", 4, [])])
 def test_recorded_pieces_equal_in_memory(run_traced, tmp_path, name, ranks, args, monkeypatch) -> None:
     whole = run_traced(name, ranks, args=args).path
     pieces = copy(whole, tmp_path / "pieces")
