@@ -267,10 +267,16 @@ def test_mpi4_persistent_collectives_and_partitioned_messages(run_traced, any_mp
     waits = ev.select(pl.col("event").alias("completed_by"), pl.col("call").cast(pl.Utf8).alias("by"),
                       pl.col("t_leave_ns").alias("t_complete_ns"))
     assert started.join(waits, on=["completed_by", "t_complete_ns"])["by"].to_list() == ["MPI_Wait"] * 3 * N
-    # a Startall of two collectives cannot stand for both: they stay instances of their own
-    assert by_call(ev, "MPI_Startall")["coll_id"].null_count() == 4 * N
+    # a Startall of two collectives cannot stand for both: they stay instances of their own, and
+    # the Startall's row carries their bytes (the Bcast's root sends 4 ints; the others receive them)
+    alls = by_call(ev, "MPI_Startall").filter(pl.col("t_enter_ns") < ev.filter(pl.col("call").cast(pl.Utf8)
+                                                                                  == "MPI_Psend_init")["t_enter_ns"].min())
+    assert alls.height == 2 * N and alls["coll_id"].null_count() == 2 * N
+    assert sorted(zip(alls["rank"], alls["bytes"], alls["recv_bytes"])) == sorted(
+        (r, COUNT * INT if r == N - 1 else 0, 0 if r == N - 1 else COUNT * INT) for r in range(N) for _ in range(2))
     stats = json.loads(mpiscope_cli(["stats", str(t.path), "--json", "-"]).stdout)
-    assert [r["collective_bytes_sent"] for r in stats["per_rank"]] == [3 * COUNT * INT] * N
+    assert [r["collective_bytes_sent"] for r in stats["per_rank"]] == \
+        [3 * COUNT * INT + (2 * COUNT * INT if r == N - 1 else 0) for r in range(N)]
     assert (coll["t_last_leave_ns"] >= coll["t_first_enter_ns"]).all()
     # partitioned: each start of the Psend/Precv pair is one message of its 4 partitions of 2 ints
     assert by_call(ev, "MPI_Psend_init").height == by_call(ev, "MPI_Precv_init").height == N

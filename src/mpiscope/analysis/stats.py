@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
-from mpiscope.trace import Trace
+from mpiscope.trace import START_CALLS, Trace
 from mpiscope.trace.placement import oversubscribed
 
 ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
@@ -106,6 +106,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.coalesce("inside_ns", pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"),
         calls_in(ENV_CALLS).alias("env")).with_columns((pl.col("dur_ns") / pl.col("count")).alias("per_call_ns"))
     msgs = trace.messages().select("src", "dst", "bytes")
+    collective = pl.col("coll_id").is_not_null() | calls_in(list(START_CALLS))
     span = ev.group_by("rank").agg(
         pl.col("t_leave_ns").filter(calls_in(["MPI_Init", "MPI_Init_thread"])).max().alias("t_start"),
         pl.col("t_enter_ns").filter(calls_in(["MPI_Finalize"])).min().alias("t_fin"),
@@ -114,9 +115,10 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
         pl.col("count").filter(~pl.col("env")).sum().alias("calls"),  # as the per-call table counts them
         pl.col("thread").filter(~pl.col("env")).n_unique().alias("threads"),
-        pl.col("bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_sent"),
+        # a Startall of several persistent collectives has no coll_id but their bytes (merge.py)
+        pl.col("bytes").filter(collective).sum().alias("collective_bytes_sent"),
         # recv_bytes: what each collective call received (null in traces that did not record it)
-        pl.col("recv_bytes").filter(pl.col("coll_id").is_not_null()).sum().alias("collective_bytes_received"),
+        pl.col("recv_bytes").filter(collective).sum().alias("collective_bytes_received"),
         pl.col("bytes").filter(calls_in(RMA_PUT_CALLS)).sum().alias("rma_bytes_put"),
         pl.col("bytes").filter(calls_in(RMA_GET_CALLS)).sum().alias("rma_bytes_get"),
     )

@@ -111,7 +111,8 @@ def lift_persistent_starts(rec: Records, rows: Rows, starts: Rows) -> Rows:
     role coll (collective_ids gives them the instance's coll_id). `rows["lifted"]` (event
     rows, sorted) and `rows["lifted_call"]` keep the collective each names (its *_init call:
     instance_calls). Returns the starts left: those of a Startall of several persistent
-    collectives, which stay instances of their own (no row can carry two coll_ids)."""
+    collectives, which stay instances of their own (no row can carry two coll_ids); the
+    Startall's row carries the bytes they sent and received, summed."""
     ev = starts["event"]
     valid = (ev >= 0) & (starts["comm"] >= 0) & (starts["call"] > 0)
     once, counts = np.unique(ev[ev >= 0], return_counts=True)
@@ -128,7 +129,12 @@ def lift_persistent_starts(rec: Records, rows: Rows, starts: Rows) -> Rows:
         rows[name][e] = starts[name][s]
     rows["req"][e] = rec.req[starts["record"][s]]
     rows["lifted"], rows["lifted_call"] = e, starts["call"][s]
-    return {name: values[~keep] for name, values in starts.items()}
+    left = {name: values[~keep] for name, values in starts.items()}
+    shared = np.flatnonzero(valid[~keep])
+    np.add.at(rows["bytes"], left["event"][shared], left["bytes"][shared].astype(rows["bytes"].dtype))
+    np.add.at(rows["recv_bytes"], left["event"][shared], left["recv_bytes"][shared].astype(rows["recv_bytes"].dtype))
+    rows["recv_valid"][left["event"][shared]] |= left["recv_valid"][shared]
+    return left
 
 
 def instance_calls(e: Rows, idx: np.ndarray) -> np.ndarray:
