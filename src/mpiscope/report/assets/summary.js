@@ -77,6 +77,9 @@ MS.renderCards = function (host, data) {
   const m = data.meta, pr = (data.summary && data.summary.per_rank) || [];
   const app = pr.reduce((a, r) => a + (r.app_time_ns || 0), 0), mpi = pr.reduce((a, r) => a + (r.mpi_time_ns || 0), 0);
   const bytes = pr.reduce((a, r) => a + (r.bytes_sent || 0), 0);
+  // every call, as stats and the per-rank table count them (a folded polling loop is `count` calls,
+  // not one); the tables' rows only where no per-rank figures came
+  const calls = pr.length ? pr.reduce((a, r) => a + (r.calls || 0), 0) : m.events;
   const hosts = new Set(Object.values(m.hosts || {}));
   const unmatched = (m.unmatched_sends || 0) + (m.unmatched_recvs || 0);
   const card = (label, value, sub, cls) => MS.el("div", { class: `card ${cls || ""}` },
@@ -86,7 +89,7 @@ MS.renderCards = function (host, data) {
     card("duration", MS.fmtDur(m.span_ns), "first to last MPI event"),
     card("time in MPI", app ? MS.fmtPct(100 * mpi / app) : "–", "of the ranks' application time"),
     card("MPI", m.mpi && m.mpi.implementation ? `${m.mpi.implementation} ${m.mpi.version || ""}` : "unknown", ""),
-    card("calls", MS.fmtCount(m.events), `${MS.fmtCount(m.collectives)} collective instances`),
+    card("calls", MS.fmtCount(calls), `${MS.fmtCount(m.collectives)} collective instances`),
     card("messages", MS.fmtCount(m.messages), `${MS.fmtBytes(bytes)} point-to-point`),
     card("unmatched", MS.fmtCount(unmatched), `${m.unmatched_sends || 0} sends, ${m.unmatched_recvs || 0} receives`, unmatched ? "warn" : ""),
   );
