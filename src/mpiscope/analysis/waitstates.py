@@ -167,6 +167,10 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     m = f.messages
     w = tm.waiting_call(m["recv_event"].to_numpy())
     ready = m["t_send_enter_ns"].to_numpy()
+    # a polling loop ended by the call that completed the receive waited in its calls too
+    loop, k = _polling_loop_before(f, w)
+    looped = _candidates(loop, PATTERN["late_sender"], ready[k], m["src"].to_numpy()[k],
+                         m["send_event"].to_numpy()[k])
     keep = tm.wait(w, ready) > 0
     m, w, ready = m.filter(pl.Series(keep)), w[keep], ready[keep]
     early = _wrong_order(f.messages, m["dst"].to_numpy(), tm.enter[w])
@@ -177,7 +181,35 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     done = np.where(wrong, tm.waiting_call(np.maximum(early, 0)), -1)
     reorderable = wrong & (done > w) & (sent[np.maximum(done - 1, w)] == sent[w])
     pattern = np.where(wrong, PATTERN["late_sender_wrong_order"], PATTERN["late_sender"])
-    return _candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy(), reorderable)
+    return pl.concat([_candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy(), reorderable), looped])
+
+
+def _polling_loop_before(f: Frames, done: I64) -> tuple[I64, I64]:
+    """The rows of the polling loop that a completing poll ended: where the row before `done[i]`
+    on its rank is a folded loop of unsuccessful polls (inside_ns set) that left before it, that
+    row and the folded rows laid out right before it (a cycle of call sites: outcomes.py) waited
+    for the same message. Returns those rows and, for each, its i."""
+    polls = f.code_table(POLLING)[f.call_codes()[done]]
+    prev = done - 1
+    inside, rank = f.column("inside_ns"), f.column("rank")
+    enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
+    p = np.maximum(prev, 0)
+    ok = polls & (prev >= 0) & (rank[p] == rank[done]) & (inside[p] >= 0) & (leave[p] >= 0) & (leave[p] <= enter[done])
+    if not ok.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    folded = np.flatnonzero(inside >= 0)
+    # a folded row that begins where the folded row before it ended is laid out with it (one cycle)
+    joined = np.zeros(folded.size, bool)
+    joined[1:] = (folded[1:] == folded[:-1] + 1) & (rank[folded[1:]] == rank[folded[:-1]]) & \
+        (enter[folded[1:]] == leave[folded[:-1]])
+    first = folded[np.maximum.accumulate(np.where(joined, 0, np.arange(folded.size)))]
+    idx = np.flatnonzero(ok)
+    last = prev[idx]
+    start = first[np.searchsorted(folded, last)]
+    counts = last - start + 1
+    k = np.repeat(idx, counts)
+    rows = np.repeat(start - np.cumsum(np.r_[0, counts[:-1]]), counts) + np.arange(counts.sum())
+    return rows.astype(np.int64), k.astype(np.int64)
 
 
 def _late_receiver(f: Frames, tm: _Times, eager_limit: int) -> pl.DataFrame:

@@ -8,6 +8,8 @@
  *   2 DELAY) with one MPI_Waitall: it waits 2 DELAY per iteration, not 3.
  * persistent (2 ranks): rank 0 receives with MPI_Recv_init + MPI_Start + MPI_Wait: it waits
  *   in the MPI_Wait, not in the MPI_Start.
+ * polling (2 ranks): rank 0 receives with MPI_Irecv and a loop of MPI_Test: it waits in
+ *   the loop's calls (folded into one row), not only in the MPI_Test that completes.
  * wrong_order (3 ranks): rank 1 sends at once, rank 2 after DELAY; rank 0 receives
  *   from rank 2 first (after DELAY / 4, so it waits 3/4 DELAY), while rank 1's message
  *   is already there. */
@@ -66,6 +68,16 @@ int main(int argc, char **argv)
             } else if (rank == 1) {
                 sleep_ms(d);
                 MPI_Send(&x, 1, MPI_INT, 0, 5, MPI_COMM_WORLD); /* LATE_SEND_P */
+            }
+        } else if (!strcmp(mode, "polling")) {
+            if (rank == 0) {
+                int done = 0;
+                MPI_Irecv(&y, 1, MPI_INT, 1, 6, MPI_COMM_WORLD, &req[0]);
+                while (!done)
+                    MPI_Test(&req[0], &done, MPI_STATUS_IGNORE); /* WAIT_TEST */
+            } else if (rank == 1) {
+                sleep_ms(d);
+                MPI_Send(&x, 1, MPI_INT, 0, 6, MPI_COMM_WORLD); /* LATE_SEND_T */
             }
         } else if (!strcmp(mode, "wrong_order")) {
             if (rank == 0) {
