@@ -82,3 +82,29 @@ def check_rma(t, got: pl.DataFrame) -> None:
     assert kinds["RmaWinCreate"] == kinds["RmaWinDestroy"] == N
     assert kinds["RmaCollectiveEnd"] == calls["MPI_Win_fence"]
     assert kinds["RmaRequestLock"] == kinds["RmaReleaseLock"] == calls["MPI_Win_lock"]
+
+
+@pytest.mark.mpi(ranks=2)
+def test_sends_never_completed_are_written(tmp_path: Path) -> None:
+    """An MPI_Isend whose request the program frees, or never completes, is still a message: OTF2
+    gets its MpiIsend (without a completion), as the receiver gets its receive (isend_free.c: three
+    messages, the first freed, the second waited for, the third leaked)."""
+    from tests.conftest import MPICH, mpiscope_cli
+
+    from mpiscope.mpi.build import compile_program
+    from mpiscope.trace import open_trace
+
+    require(shutil.which("otf2-print") is not None, "otf2-print (Debian's otf2-tools)",
+            "apt-get install otf2-tools (make setup does it when run as root)")
+    exe = compile_program(Path(__file__).parent / "programs" / "isend_free.c", mpicc=str(MPICH.mpicc),
+                          out_dir=tmp_path / "build")
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", *MPICH.launch(2), str(exe)], env=MPICH.environ())
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    t = open_trace(tmp_path / "t")
+    assert t.messages().select(pl.len()).collect().item() == 3
+    export_otf2(t, tmp_path / "otf2")
+    got = read_otf2(tmp_path / "otf2")
+    counts = check_otf2(t, got)
+    assert counts == check_otf2(t, read_otf2_print(tmp_path / "otf2")) and counts["messages"] == 3
+    kinds = Counter(got["kind"].to_list())
+    assert kinds["MpiIsend"] == 3 and kinds["MpiIsendComplete"] == 1

@@ -161,7 +161,9 @@ def completion_hosts(ev: pl.LazyFrame, side: pl.LazyFrame, event: str, done_t: s
     )
     found = pending.join(by_leave, left_on=done_t, right_on="t_leave_ns", how="left")
     out = pl.concat([joined.lazy().filter(~need), found], how="diagonal").sort("_row").drop("_row")
-    blocking = pl.col("completed_by").is_null() & (pl.col(done_t) == pl.col("_leave"))
+    # a side never completed (an MPI_Isend whose request was freed or dropped) has no completion
+    # time: it is a nonblocking start without a completion, not neither kind of record
+    blocking = (pl.col("completed_by").is_null() & (pl.col(done_t) == pl.col("_leave"))).fill_null(False)
     return out.with_columns(
         blocking.alias("_blocking"),
         pl.coalesce("completed_by", "_by_leave", event).alias("_done_host"),
@@ -182,7 +184,7 @@ def _p2p_records(ev: pl.LazyFrame, sends: pl.LazyFrame, recvs: pl.LazyFrame) -> 
     out.append(_rec(nb, ISEND, "send_event", "t_send_enter_ns", *env, req, code=False))
     out.append(
         _rec(
-            nb.with_columns(pl.col("_done_thr").alias("thread")),
+            nb.filter(pl.col("_done_t").is_not_null()).with_columns(pl.col("_done_thr").alias("thread")),
             ISEND_DONE,
             "_done_host",
             "_done_t",
@@ -198,7 +200,7 @@ def _p2p_records(ev: pl.LazyFrame, sends: pl.LazyFrame, recvs: pl.LazyFrame) -> 
     out.append(_rec(nb, IRECV_REQ, "recv_event", "t_recv_enter_ns", req, code=False))
     out.append(
         _rec(
-            nb.with_columns(pl.col("_done_thr").alias("thread")),
+            nb.filter(pl.col("_done_t").is_not_null()).with_columns(pl.col("_done_thr").alias("thread")),
             IRECV,
             "_done_host",
             "_done_t",
