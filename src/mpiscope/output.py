@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from mpiscope.errors import UsageError
+from mpiscope.units import scaled
 
 console = Console()
 err_console = Console(stderr=True)
@@ -135,16 +136,10 @@ def fmt_ns(ns: float) -> str:
     """Human time from nanoseconds."""
     if ns is None or not math.isfinite(ns):
         return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
+    return scaled(ns, (("s", 1e9), ("ms", 1e6), ("µs", 1e3)), "ns")
 
 
 def fmt_bytes(n: float) -> str:
     if n is None or not math.isfinite(n):
         return "-"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
+    return scaled(n, (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)), "B")

@@ -73,6 +73,8 @@ CASES = {
     # a loop of MPI_Test waits in all its calls: the folded row of the unsuccessful ones and the last
     "late_sender_polling": ("late_sender", 2, ["polling", "4", "60"], "late_sender", "MPI_Test", "WAIT_TEST",
                             {0: 4 * 0.060}, 1, "LATE_SEND_T"),
+    "late_sender_probing": ("late_sender", 2, ["probing", "4", "60"], "late_sender", "MPI_Iprobe", "WAIT_PROBE",
+                            {0: 4 * 0.060}, 1, "LATE_SEND_PR"),
     "late_sender_wrong_order": ("late_sender", 3, ["wrong_order", "4", "60"], "late_sender_wrong_order",
                                 "MPI_Recv", "WAIT_RECV_WO", {0: 4 * 0.045}, 2, "LATE_SEND_WO"),
     "late_receiver": ("late_receiver", 2, ["4", "60"], "late_receiver", "MPI_Ssend", "WAIT_SSEND",

@@ -23,6 +23,7 @@ from mpiscope.analysis.hotspots import HotSpot
 from mpiscope.analysis.imbalance import Imbalance
 from mpiscope.analysis.waitstates import waited_by_rank
 from mpiscope.trace.placement import Crowded
+from mpiscope.units import scaled
 
 MIN_SHARE = 0.01
 COMM_BOUND_SHARE = 0.25
@@ -83,10 +84,9 @@ def short_site(site: str | None) -> str:
 
 def fmt_s(seconds: float) -> str:
     """0.2 -> '0.200 s', 0.04 -> '40.0 ms' (text only; the JSON keeps the numbers)."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}" if unit != "s" else f"{seconds:.3f} s"
-    return f"{seconds * 1e9:.0f} ns"
+    if abs(float(f"{seconds:.3g}")) >= 1:  # (0.9997 s is 1.000 s, not 1e+03 ms)
+        return f"{seconds:.3f} s"
+    return scaled(seconds * 1e9, (("ms", 1e6), ("µs", 1e3)), "ns")
 
 
 def fmt_ranks(ranks: list[int]) -> str:

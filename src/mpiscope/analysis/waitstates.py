@@ -103,6 +103,7 @@ RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_
 # for what it tests; post/start/complete/wait and lock acquisition wait for the other side of an
 # epoch. Their time is not "busy" (diagnose's communication-bound finding leaves it out).
 POLLING = frozenset({"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "MPI_Iprobe", "MPI_Improbe"})
+PROBES = frozenset({"MPI_Iprobe", "MPI_Improbe"})
 RMA_SYNC = frozenset({"MPI_Win_post", "MPI_Win_start", "MPI_Win_complete", "MPI_Win_wait", "MPI_Win_test",
                       "MPI_Win_lock", "MPI_Win_lock_all"})
 
@@ -185,16 +186,22 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
 
 
 def _polling_loop_before(f: Frames, done: I64) -> tuple[I64, I64]:
-    """The rows of the polling loop that a completing poll ended: where the row before `done[i]`
-    on its rank is a folded loop of unsuccessful polls (inside_ns set) that left before it, that
-    row and the folded rows laid out right before it (a cycle of call sites: outcomes.py) waited
-    for the same message. Returns those rows and, for each, its i."""
-    polls = f.code_table(POLLING)[f.call_codes()[done]]
-    prev = done - 1
-    inside, rank = f.column("inside_ns"), f.column("rank")
+    """The rows of the polling loop that ended when a message came: where `done[i]`, the call
+    that completed its receive, is a poll (MPI_Test & co.) or a receive right after a successful
+    probe (MPI_Iprobe, MPI_Improbe), and the row before that poll on its rank is a folded loop of
+    unsuccessful polls (inside_ns set) that left before it, that row and the folded rows laid out
+    right before it (a cycle of call sites: outcomes.py) waited for the message. Returns those
+    rows and, for each, its i."""
+    codes, rank = f.call_codes(), f.column("rank")
+    before = np.maximum(done - 1, 0)
+    probed = (done > 0) & f.code_table(PROBES)[codes[before]] & (rank[before] == rank[done])
+    ended = np.where(f.code_table(POLLING)[codes[done]], done, np.where(probed, before, -1))
+    prev = ended - 1
+    inside = f.column("inside_ns")
     enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
     p = np.maximum(prev, 0)
-    ok = polls & (prev >= 0) & (rank[p] == rank[done]) & (inside[p] >= 0) & (leave[p] >= 0) & (leave[p] <= enter[done])
+    ok = (ended >= 0) & (prev >= 0) & (rank[p] == rank[done]) & (inside[p] >= 0) & (leave[p] >= 0) & \
+        (leave[p] <= enter[np.maximum(ended, 0)])
     if not ok.any():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     folded = np.flatnonzero(inside >= 0)

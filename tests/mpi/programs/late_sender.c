@@ -10,6 +10,8 @@
  *   in the MPI_Wait, not in the MPI_Start.
  * polling (2 ranks): rank 0 receives with MPI_Irecv and a loop of MPI_Test: it waits in
  *   the loop's calls (folded into one row), not only in the MPI_Test that completes.
+ * probing (2 ranks): rank 0 loops on MPI_Iprobe until the message is there, then MPI_Recv:
+ *   it waits in the probes.
  * wrong_order (3 ranks): rank 1 sends at once, rank 2 after DELAY; rank 0 receives
  *   from rank 2 first (after DELAY / 4, so it waits 3/4 DELAY), while rank 1's message
  *   is already there. */
@@ -78,6 +80,16 @@ int main(int argc, char **argv)
             } else if (rank == 1) {
                 sleep_ms(d);
                 MPI_Send(&x, 1, MPI_INT, 0, 6, MPI_COMM_WORLD); /* LATE_SEND_T */
+            }
+        } else if (!strcmp(mode, "probing")) {
+            if (rank == 0) {
+                int found = 0;
+                while (!found)
+                    MPI_Iprobe(1, 7, MPI_COMM_WORLD, &found, MPI_STATUS_IGNORE); /* WAIT_PROBE */
+                MPI_Recv(&y, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                sleep_ms(d);
+                MPI_Send(&x, 1, MPI_INT, 0, 7, MPI_COMM_WORLD); /* LATE_SEND_PR */
             }
         } else if (!strcmp(mode, "wrong_order")) {
             if (rank == 0) {
