@@ -210,3 +210,21 @@ def test_bad_input(tmp_path):
     one_error_line(mpiscope_cli(["diagnose", str(trace), "--top", "0"]), 2, "--top")
     (trace / "events.parquet").write_bytes(b"not parquet at all")
     one_error_line(mpiscope_cli(["diagnose", str(trace)]), 3, "events.parquet cannot be read", "mpiscope merge")
+
+
+@pytest.mark.mpi(ranks=2)
+def test_waiting_no_pattern_attributes_is_said(program, tmp_path):
+    """A target late to each MPI_Win_post (late_post.c, 4 x 60 ms): the origin waits in its
+    access epoch, which no wait-state pattern names; with no communication-bound finding to say
+    it, that time is a finding of its own rather than "no finding"."""
+    seen = []
+    for attempt in range(ATTEMPTS):
+        time.sleep(2 * attempt)
+        d = diagnose(open_trace(record(program("late_post"), 2, ["4", "60"], tmp_path / f"t{attempt}"))).to_json()
+        found = [f for f in d["findings"] if f["kind"] == "unattributed_wait"]
+        seen.append([(f["kind"], f["seconds"]) for f in d["findings"]])
+        if len(found) == 1 and abs(found[0]["seconds"] - 4 * 0.060) <= TOLERANCE * 4 * 0.060:
+            assert "one-sided synchronisation" in found[0]["text"]
+            assert set(found[0]["unattributed_seconds"]) == {"one-sided synchronisation"}
+            return
+    pytest.fail(f"findings per attempt: {seen}")

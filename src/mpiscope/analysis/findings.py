@@ -275,6 +275,34 @@ def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
                    {"mpi_busy_pct": 100 * busy / app})
 
 
+# What to do about time that waits for other ranks without a pattern naming whom (unattributed_ns' kinds)
+UNATTRIBUTED_ADVICE = {
+    "polling": "a polling loop that ends with a message received is its sender's wait; these loops ended "
+               "otherwise (sends or generalized requests completed, probes that found nothing)",
+    "one-sided synchronisation": "post/start/complete/wait and lock calls wait for the other side of their "
+                                 "epoch, whom this diagnosis does not name",
+}
+
+
+def unattributed_finding(times: pl.DataFrame, unattributed: dict[str, int] | None, trace: str) -> Finding | None:
+    """Time in polling calls and one-sided synchronisation that no pattern attributes, by kind, where
+    no communication-bound finding names it: it waits for other ranks, and leaving it unsaid let a
+    run that spends half its time so read as "no rank waited" (sweep: SNAP's sweeps)."""
+    other = {k: v for k, v in (unattributed or {}).items() if v > 0}
+    app = int(times["app_ns"].sum())
+    total = sum(other.values())
+    if app <= 0 or not total:
+        return None
+    kinds = " and ".join(f"{fmt_s(v / 1e9)} in {k}" for k, v in other.items())
+    text = (f"the ranks spent {100 * total / app:.0f} % of their time waiting for other ranks in MPI calls "
+            f"({kinds}, of {fmt_s(app / 1e9)} summed over the ranks) that this diagnosis does not attribute "
+            f"to a late rank")
+    advice = "; ".join(UNATTRIBUTED_ADVICE[k] for k in other) + \
+        f": see on the time-line whom they waited for (mpiscope report {trace})"
+    return Finding("unattributed_wait", text, total / 1e9, times["rank"].to_list(), advice,
+                   {"unattributed_seconds": {k: v / 1e9 for k, v in other.items()}})
+
+
 def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> Finding | None:
     """More ranks than CPUs on a host: each of its ranks had a CPU for at most cpus/ranks of
     its time, so the rest of that time (the finding's seconds) was spent waiting for one,
@@ -313,8 +341,10 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots),
                           None if crowded is None else bool(crowded))
-    for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None,
-                  comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed)):
+    bound = comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed)
+    # the communication-bound finding names the unattributed time where it is made; else it is its own
+    for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None, bound,
+                  None if bound else unattributed_finding(times, unattributed, trace)):
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9
