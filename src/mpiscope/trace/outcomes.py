@@ -47,16 +47,16 @@ def add_outcomes(rec: Records, rows: Rows) -> None:
         if rank < rate.size:
             rate[rank] = clock.ns_per_tick
     rows["inside"][ev] = np.rint(rec.callsite[idx].astype(np.float64) * rate[rec.rank[idx]]).astype(np.int64)
-    spread_cycles(rows)
+    spread_cycles(rows, np.unique(ev))
 
 
-def spread_cycles(rows: Rows) -> None:
+def spread_cycles(rows: Rows, folded: np.ndarray) -> None:
     """The rows of a folded cycle of polls (k call sites polled in turn) each span from their
     first entry to their last exit, so they overlap. They are laid one after the other across
     the cycle's span, in their order, each row's share of it its share of the time inside the
     calls (the calls' own times are not kept; a row's span stays at least its time inside):
-    a thread's rows then never overlap, as a time-line and OTF2 need."""
-    folded = np.flatnonzero(rows["count"] > 1)
+    a thread's rows then never overlap, as a time-line and OTF2 need. `folded`: the rows of folded
+    polls, in event order."""
     if folded.size < 2:
         return
     folded = folded[np.lexsort((folded, rows["thread"][folded], rows["rank"][folded]))]
