@@ -90,31 +90,6 @@ COLLECTIVE_COLUMNS = ("coll_id", "call", "comm", "root", "bytes", "recv_bytes", 
                       "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
 
 
-def group_collectives(rows: pl.DataFrame, comm_sizes: pl.DataFrame) -> pl.DataFrame:
-    """rows: coll_id comm call root bytes recv_bytes t_enter_ns t_done_ns, one per rank and
-    call of each instance (coll_id). Returns one row per instance; its recv_bytes are null
-    where the trace does not record them."""
-    return (
-        rows.group_by("coll_id")
-        .agg(
-            pl.col("comm").first(),
-            pl.col("call").first(),
-            pl.col("call").n_unique().alias("calls_seen"),
-            pl.col("root").drop_nulls().first(),
-            pl.col("bytes").sum(),
-            pl.when(pl.col("recv_bytes").count() > 0).then(pl.col("recv_bytes").sum()).alias("recv_bytes"),
-            pl.len().alias("ranks"),
-            pl.col("t_enter_ns").min().alias("t_first_enter_ns"),
-            pl.col("t_enter_ns").max().alias("t_last_enter_ns"),
-            pl.col("t_done_ns").min().alias("t_first_leave_ns"),
-            pl.col("t_done_ns").max().alias("t_last_leave_ns"),
-        )
-        .sort("coll_id")
-        .join(comm_sizes, on="comm", how="left")
-        .select(COLLECTIVE_COLUMNS)
-    )
-
-
 def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray) -> np.ndarray:
     """The receive paired with each matched send (ri reordered), where threads made the order
     ambiguous (issue 23). MPI orders the messages of one envelope as they were sent, but sends
