@@ -107,8 +107,9 @@ def test_a_barrier_waiting_for_a_held_up_rank_is_not_told_to_rebalance():
 
 
 def test_imbalance_on_a_crowded_host_is_told_to_record_again_first():
-    """Rank 1 computes twice as long between the barriers: an imbalance; where the ranks shared
-    fewer CPUs than they were, the spread may be the scheduler's, so the advice says so first."""
+    """Rank 1 computes twice as long between the barriers: an imbalance, and rank 0 waits at each
+    barrier; where the ranks shared fewer CPUs than they were, the spread may be the scheduler's,
+    so every advice to rebalance says so first."""
     from tests.unit.test_waitstates import Run
 
     from mpiscope.analysis.diagnose import diagnose_frames
@@ -122,13 +123,17 @@ def test_imbalance_on_a_crowded_host_is_told_to_record_again_first():
         run.call(0, "MPI_Barrier", t + 40_000, t + 80_010, coll=b)
         run.call(1, "MPI_Barrier", t + 80_000, t + 80_010, coll=b)
 
-    def advice(crowded: list[Crowded] | None) -> str:
-        found = [f for f in diagnose_frames(run.frames(), crowded=crowded).findings if f.kind == "imbalance"]
+    def advice(crowded: list[Crowded] | None, kind: str = "imbalance") -> str:
+        found = [f for f in diagnose_frames(run.frames(), crowded=crowded).findings if f.kind == kind]
         assert found
         return found[0].suggestion
 
+    crowded = [Crowded("h", [0, 1], 1, 1)]
     assert advice(None).startswith("give each rank work in proportion")
-    assert advice([Crowded("h", [0, 1], 1, 1)]).startswith("record again with no more ranks than CPUs")
+    assert advice(crowded).startswith("record again with no more ranks than CPUs")
+    assert advice(None, "wait_at_barrier").startswith("balance that work: mpiscope rebalance")
+    barrier = advice(crowded, "wait_at_barrier")
+    assert barrier.startswith("record again with no more ranks than CPUs") and "mpiscope rebalance" in barrier
 
 
 def test_polling_and_one_sided_synchronisation_are_not_busy_time():
@@ -167,4 +172,6 @@ def test_findings_name_a_cpp_call_site_by_its_function_and_line():
     lulesh = "CommSBN(Domain&, int, double& (Domain::*)(int), double& (Domain::*)(int)) (lulesh-comm.cc:911)"
     assert short_site(lulesh) == "CommSBN (lulesh-comm.cc:911)"
     assert short_site("main (ring.c:20)") == "main (ring.c:20)" and short_site(None) == "?"
+    # short names alike: miniMD's sites are 41 and 49 characters long
+    assert short_site("Comm::communicate(Atom&) (comm.2.cpp:304)") == "Comm::communicate (comm.2.cpp:304)"
     assert short_site("0x401050") == "0x401050"

@@ -64,11 +64,12 @@ class Finding:
 def short_site(site: str | None) -> str:
     """A call site as a sentence names it: a C++ function without its return type, template
     arguments and parameters ("miniFE::dot (Vector_functions.hpp:221)", not the 200 characters
-    of the demangled name); the evidence keeps the whole name."""
+    of the demangled name), short or long, so that one diagnosis names every site alike; the
+    evidence keeps the whole name."""
     if not site:
         return "?"
     cut = site.rfind(" (")
-    if len(site) <= 48 or cut <= 0:
+    if cut <= 0:
         return site
     kept, depth = [], 0
     for ch in site[:cut]:
@@ -119,6 +120,13 @@ def _suggestion(pattern: str, trace: str, ranks: int) -> str:
                           "or move work off the root",
         "early_reduce": f"the root arrives first: give the root more of the work, or {rebalance}",
     }[pattern]
+
+
+def _crowded_first(advice: str) -> str:
+    """Rebalancing advice where ranks took turns on the CPUs: the longer computation the advice
+    would move may be a rank's turn waiting for a CPU, so the first step is another recording."""
+    return ("record again with no more ranks than CPUs per host first: with more, each rank's "
+            f"computation includes waiting for a CPU; then, if it remains, {advice}")
 
 
 def _explained(r: dict[str, Any]) -> bool:
@@ -186,6 +194,8 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
             advice = f"{_held_up_advice(r['cause_rank'], crowded)}; or drop the barrier if nothing depends on it"
         else:
             advice = _suggestion("late_sender" if in_step_order else p, trace, ranks)
+            if crowded and "mpiscope rebalance" in advice:
+                advice = _crowded_first(advice)
         out.append(Finding(p, text, seconds, r["ranks"], advice, evidence))
     return out
 
@@ -212,8 +222,7 @@ def imbalance_finding(imb: Imbalance, trace: str, crowded: bool = False) -> Find
     suggestion = (f"give each rank work in proportion to its speed: mpiscope rebalance {trace} "
                   f"--shares ROWSx{imb.ranks} --phase {worst.index}")
     if crowded:
-        suggestion = ("record again with no more ranks than CPUs per host first: with more, each rank's "
-                      f"computation includes waiting for a CPU; then, if it remains, {suggestion}")
+        suggestion = _crowded_first(suggestion)
     return Finding("imbalance", text, lost * imb.ranks, [crit], suggestion,
                    {"imbalance_pct": tot["imbalance_pct"], "critical_rank": crit, "worst_phase": worst.index,
                     "lost_seconds": lost})
