@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pytest
 from tests.conftest import EXAMPLES, mpiscope_cli, require_simgrid
 
@@ -182,6 +183,22 @@ def test_trace_replay_reproduces_message_count_and_bytes(program: str,
     assert r["engine"] == "smpi" and r["simulated_time_s"] > 0
     assert r["messages"] == messages.height == r["messages_in_input"]
     assert r["bytes"] == messages["bytes"].sum()
+
+
+def test_persistent_collectives_replay_as_their_nonblocking_form(run_traced: Callable[..., Trace]) -> None:
+    """Each MPI_Start of an MPI_Allreduce_init is replayed as an MPI_Iallreduce: a collective post
+    ("C allreduce ...") per start, completed where the trace completed it."""
+    from mpiscope.sim.replay import trace_actions
+
+    trace = run_traced("persistent", 4)
+    starts = (trace.events().filter(pl.col("call").cast(pl.Utf8) == "MPI_Start", pl.col("coll_id").is_not_null())
+              .group_by("rank").len().collect())
+    assert starts.height == 4
+    posts = trace_actions(trace).lines.filter(pl.col("text").str.starts_with("C "))
+    for rank, n in starts.iter_rows():
+        assert posts.filter(pl.col("rank") == rank).height >= n > 0
+    sim_out = sim("--network", "torus:2x2", "--trace", str(trace.path))
+    assert sim_out["simulated_time_s"] > 0
 
 
 def test_trace_compute_gaps_scale_with_node_speed(run_traced: Callable[..., Trace]) -> None:

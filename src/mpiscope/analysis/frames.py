@@ -68,7 +68,7 @@ class Frames:
                 codes = codes.copy()
                 starts = np.flatnonzero(self.code_table(START_CALLS)[codes] & (self.column("coll_id") >= 0))
                 index = {n: i for i, n in enumerate(self.call_names)}
-                by_id = dict(zip(self.started["coll_id"].to_list(), self.started["call"].cast(pl.Utf8).to_list()))
+                by_id = dict(zip(self.started["coll_id"].to_list(), self.started["call"].to_list()))
                 named = [index.get(by_id.get(int(c), ""), -1) for c in self.column("coll_id")[starts]]
                 codes[starts] = np.where(np.array(named, np.int64) >= 0, named, codes[starts])
             codes.flags.writeable = False
@@ -153,14 +153,7 @@ def load_frames(trace: Trace) -> Frames:
     started = f.events.filter(pl.col("call").cast(pl.Utf8).is_in(START_CALLS) & pl.col("coll_id").is_not_null())
     if not started.height:
         return f
-    ids = started.select(pl.col("coll_id").unique())
-    try:
-        instances = trace.collectives().select("coll_id", "call").join(ids.lazy(), on="coll_id").collect()
-    except (pl.exceptions.PolarsError, OSError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise TraceCorrupt(f"{trace.path}/collectives.parquet cannot be read ({first}); "
-                           f"merge the trace again: mpiscope merge {trace.path}") from e
-    return replace(f, started=instances)
+    return replace(f, started=trace.init_calls(started["coll_id"]))
 
 
 def mpi_ns_before(f: Frames) -> I64:

@@ -226,9 +226,8 @@ def with_instance_calls(trace: Trace, coll: pl.DataFrame) -> pl.DataFrame:
     if not started.height:
         return coll
     code = {n: i for i, n in enumerate(names)}
-    inst = (trace.collectives().join(started.lazy().select(pl.col("coll_id").unique()), on="coll_id", how="semi")
-            .select("coll_id", pl.col("call").cast(pl.Utf8).replace_strict(code, default=None, return_dtype=pl.Int64)
-                    .alias("_named")).collect())
+    inst = trace.init_calls(started["coll_id"]).select(
+        "coll_id", pl.col("call").replace_strict(code, default=None, return_dtype=pl.Int64).alias("_named"))
     return (coll.join(inst, on="coll_id", how="left", maintain_order="left")
             .with_columns(pl.when(pl.col("call_code").is_in(starts)).then(pl.coalesce("_named", "call_code"))
                           .otherwise(pl.col("call_code")).alias("call_code")).drop("_named"))

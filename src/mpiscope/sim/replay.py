@@ -178,9 +178,8 @@ def _persistent_as_nonblocking(trace: Trace, ev: pl.DataFrame) -> pl.DataFrame:
     started = ev.filter(pl.col("call").is_in(START_CALLS) & pl.col("coll_id").is_not_null())
     if not started.height:
         return ev
-    named = (trace.collectives().join(started.lazy().select(pl.col("coll_id").unique()), on="coll_id", how="semi")
-             .select("coll_id", pl.col("call").cast(pl.Utf8).replace_strict(AS_NONBLOCKING, default=None)
-                     .alias("_named")).collect())
+    named = trace.init_calls(started["coll_id"]).select(
+        "coll_id", pl.col("call").replace_strict(AS_NONBLOCKING, default=None).alias("_named"))
     return (ev.join(named, on="coll_id", how="left", maintain_order="left")
             .with_columns(pl.when(pl.col("call").is_in(START_CALLS)).then(pl.coalesce("_named", "call"))
                           .otherwise(pl.col("call")).alias("call")).drop("_named"))

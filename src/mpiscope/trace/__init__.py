@@ -47,6 +47,19 @@ class Trace:
     def comms(self) -> pl.LazyFrame:
         return self._scan("comms")
 
+    def init_calls(self, coll_ids: pl.Series) -> pl.DataFrame:
+        """coll_id, call (Utf8) of the instances `coll_ids` name: for the MPI_Start(all) rows of
+        persistent collectives, the *_init call that names their collective (MPI_Allreduce_init is
+        an allreduce, MPI_Start is none)."""
+        ids = pl.DataFrame({"coll_id": coll_ids.unique()})
+        try:
+            return (self.collectives().select("coll_id", pl.col("call").cast(pl.Utf8))
+                    .join(ids.lazy(), on="coll_id", how="semi").collect())
+        except (pl.exceptions.PolarsError, OSError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise TraceCorrupt(f"{self.path}/collectives.parquet cannot be read ({first}); "
+                               f"merge the trace again: mpiscope merge {self.path}") from e
+
     @property
     def ranks(self) -> int:
         return int(self.manifest.get("ranks", 0))
