@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,3 +37,41 @@ def small_pages() -> Iterator[None]:
         yield
     finally:
         setter(previous)
+
+
+# glibc's mallopt parameters (malloc.h) and its defaults
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+DEFAULT_TRIM_THRESHOLD, DEFAULT_MMAP_MAX = 128 * 1024, 65536
+# Freed heap kept for the next arrays: one piece's largest columns
+KEPT_HEAP_BYTES = 1 << 30
+
+
+def _glibc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+
+
+@contextmanager
+def reused_heap() -> Iterator[None]:
+    """glibc maps every array above 32 MiB with mmap and unmaps it when freed, so the next array
+    of that size starts over with one page fault per 4 KiB. The merge allocates arrays of the
+    same sizes again and again (each piece, in both passes): taken from the heap and kept there
+    when freed (up to KEPT_HEAP_BYTES), they are reused without faults. Measured on the
+    generated halo (bench/merge_scale.py's traces), one process: 100 M records in pieces
+    33.5 -> 28.3 s (system time 17.1 -> 8.9 s, peak 3.42 -> 3.76 GB), 30 M 11.6 -> 8.6 s
+    (3.1 M -> 1.4 M page faults), 10 M in memory 2.10 -> 1.95 s (peak 2.15 -> 2.41 GB).
+    Elsewhere than glibc, nothing changes."""
+    libc = _glibc()
+    if libc is None or not libc.mallopt(M_MMAP_MAX, 0):
+        yield
+        return
+    libc.mallopt(M_TRIM_THRESHOLD, KEPT_HEAP_BYTES)
+    try:
+        yield
+    finally:
+        libc.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)
+        libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
+        libc.malloc_trim(0)
