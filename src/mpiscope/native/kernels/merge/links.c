@@ -10,11 +10,35 @@ static uint64_t request_key(const struct msm_columns *rec, int64_t i)
     return (uint64_t)(int64_t)rec->rank[i] << 32 | (uint64_t)rec->req[i];
 }
 
+/* Request ids are a process's counter: a rank starts its requests, and mostly
+ * completes them, in increasing id order. Runs of REQ_RUN consecutive ids
+ * share a hash and so take neighbouring slots: walking the rows touches the
+ * tables' memory once per run rather than once per request (a rank's tables
+ * outgrow the caches: 15.6 M records, ~170 MB; there the kernel took 0.65 s
+ * with a hash per id, 0.28 s with runs of 32, 0.34 s of 16). The runs are
+ * scattered as any key; ids far apart in a run (one in 32 completed) share
+ * its slots and probe a few neighbours, in the same cache lines. */
+#define REQ_RUN 32
+
+static uint64_t request_hash(uint64_t key)
+{
+    return msm_hash(key / REQ_RUN);
+}
+
+static uint64_t request_slot(const struct msm_map *m, uint64_t key)
+{
+    uint64_t i = (request_hash(key) * REQ_RUN + key % REQ_RUN) & m->mask;
+    while (m->vals[i] >= 0 && m->keys[i] != key)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
 /* A request id's share of the threads when a rank's rows are split between
- * them by id (high bits of the hash: the tables' slots use the low ones). */
+ * them by id (high bits of the hash: the tables' slots use the low ones), a
+ * run of ids in one share. */
 static int part_of(uint64_t key, int parts)
 {
-    return parts > 1 ? (int)((msm_hash(key) >> 32) % (uint64_t)parts) : 0;
+    return parts > 1 ? (int)((request_hash(key) >> 32) % (uint64_t)parts) : 0;
 }
 
 /* The first completion of each request id of share `part` in rows [a, b)
@@ -29,7 +53,7 @@ static void index_completions(const struct msm_columns *rec, int64_t a, int64_t 
             uint64_t key = request_key(rec, i);
             if (part_of(key, parts) != part)
                 continue;
-            uint64_t s = msm_map_slot(done, key);
+            uint64_t s = request_slot(done, key);
             if (done->vals[s] < 0) {
                 done->keys[s] = key;
                 done->vals[s] = i;
@@ -38,7 +62,7 @@ static void index_completions(const struct msm_columns *rec, int64_t a, int64_t 
             uint64_t key = request_key(rec, i);
             if (part_of(key, parts) != part)
                 continue;
-            uint64_t s = msm_map_slot(late, key);
+            uint64_t s = request_slot(late, key);
             late->keys[s] = key;
             late->vals[s] = i;
         }
@@ -126,8 +150,8 @@ static void link_one(const struct share *w, const struct msm_map *done, const st
     const struct msm_columns *rec = w->rec;
     int64_t i = w->start[k];
     uint64_t key = request_key(rec, i);
-    int64_t comp = done->vals[msm_map_slot(done, key)];
-    int immediate = rec->immediate[i] || late->vals[msm_map_slot(late, key)] >= 0;
+    int64_t comp = done->vals[request_slot(done, key)];
+    int immediate = rec->immediate[i] || late->vals[request_slot(late, key)] >= 0;
     if (immediate) {
         w->out->t_complete[k] = rec->t_leave[i];
         w->out->completed_by[k] = rec->event[i];
