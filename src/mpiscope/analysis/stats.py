@@ -114,7 +114,6 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("t_leave_ns").max().alias("t_last"),
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
         pl.col("count").filter(~pl.col("env")).sum().alias("calls"),  # as the per-call table counts them
-        pl.col("thread").filter(~pl.col("env")).n_unique().alias("threads"),
         # a Startall of several persistent collectives has no coll_id but their bytes (merge.py)
         pl.col("bytes").filter(collective).sum().alias("collective_bytes_sent"),
         # recv_bytes: what each collective call received (null in traces that did not record it)
@@ -126,13 +125,18 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.len().alias("messages_sent"), pl.col("bytes").sum().alias("bytes_sent"))
     recv = msgs.group_by(pl.col("dst").alias("rank")).agg(
         pl.len().alias("messages_received"), pl.col("bytes").sum().alias("bytes_received"))
+    # distinct values counted as groups: Polars' streaming n_unique in a group-by holds every value
+    # (1,000 M events: killed at 24 GB), a group per (rank, thread) is one row
+    threads = (ev.filter(~pl.col("env")).group_by("rank", "thread").agg()
+               .group_by("rank").agg(pl.len().cast(pl.UInt32).alias("threads")))
     per_rank_q = (
-        span.join(sent, on="rank", how="left").join(recv, on="rank", how="left")
+        span.join(threads, on="rank", how="left").join(sent, on="rank", how="left").join(recv, on="rank", how="left")
         .with_columns(
             (pl.coalesce("t_fin", "t_last") - pl.coalesce("t_start", "t_first")).alias("app_time_ns"))
         .with_columns((pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
                       (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
-        .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls", "threads",
+        .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
+                pl.col("threads").fill_null(0),
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
                                                    "bytes_received", "collective_bytes_sent",
                                                    "collective_bytes_received", "rma_bytes_put",
@@ -151,8 +155,10 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         .sort(["total_ns", "call"], descending=[True, False])  # ties in a fixed order, run after run
     )
     callsites_q = (
-        mpi_calls.group_by("call", "callsite")
-        .agg(pl.col("count").sum().alias("count"), pl.col("rank").n_unique().alias("ranks"),
+        mpi_calls.group_by("call", "callsite", "rank")
+        .agg(pl.col("count").sum(), pl.col("dur_ns").sum(), pl.col("per_call_ns").max(), pl.col("bytes").sum())
+        .group_by("call", "callsite")
+        .agg(pl.col("count").sum().alias("count"), pl.len().cast(pl.UInt32).alias("ranks"),
              pl.col("dur_ns").sum().alias("total_ns"), (pl.col("dur_ns").sum() / pl.col("count").sum()).alias("mean_ns"),
              pl.col("per_call_ns").max().alias("max_ns"), pl.col("bytes").sum().alias("bytes"))
         .with_columns(pl.col("call").cast(pl.Utf8))
