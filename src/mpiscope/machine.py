@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mpiscope.errors import UsageError
+
 
 def available_memory() -> int | None:
     """Bytes a process can take without the kernel killing it (MemAvailable + SwapFree), None
@@ -37,6 +39,16 @@ def small_pages() -> Iterator[None]:
         yield
     finally:
         setter(previous)
+
+
+def require_memory(what: str, events: int, bytes_per_event: int, path: Path) -> None:
+    """Refuse in one sentence a verb that holds every event of a trace in memory where the machine
+    cannot, rather than be killed for it."""
+    need, have = events * bytes_per_event, available_memory()
+    if have is not None and need > have:
+        raise UsageError(f"{what} holds all {events:,} events of {path} in memory, about {need / 2**30:.1f} GiB, "
+                         f"and {have / 2**30:.1f} GiB is available; run it on a machine with more memory, or record "
+                         f"a part of the run (MPI_Pcontrol); mpiscope stats summarises a trace of any size")
 
 
 # glibc's mallopt parameters (malloc.h) and its defaults

@@ -174,15 +174,18 @@ def test_disk_without_room(extracted, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_diagnosis_too_big_for_memory_says_so(extracted, monkeypatch: pytest.MonkeyPatch) -> None:
     """A verb that holds every event in memory refuses, in one sentence, a trace this machine
     cannot hold; stats streams any size."""
-    from mpiscope.analysis import diagnose, frames
+    from mpiscope import machine
+    from mpiscope.analysis import diagnose
     from mpiscope.analysis.stats import summarize
+    from mpiscope.report.build import build_report
 
     trace = extracted("threads")
     merge_trace(trace, memory=budget_for(trace))
-    monkeypatch.setattr(frames, "available_memory", lambda: 1000)
-    with pytest.raises(UsageError) as e:
-        diagnose.diagnose(open_trace(trace))
-    assert "mpiscope stats" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setattr(machine, "available_memory", lambda: 1000)
+    for verb, what in ((diagnose.diagnose, "the diagnosis"), (build_report, "the report")):
+        with pytest.raises(UsageError) as e:
+            verb(open_trace(trace))
+        assert str(e.value).startswith(what) and "mpiscope stats" in str(e.value) and "\n" not in str(e.value)
     env = pl.col("call").cast(pl.Utf8).is_in(["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"])
     mpi_calls = open_trace(trace).events().filter(~env).select(pl.col("count").sum()).collect().item()
     assert 0 < mpi_calls < 1809 and int(summarize(open_trace(trace)).per_rank["calls"].sum()) == mpi_calls

@@ -15,8 +15,8 @@ import numpy.typing as npt
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
-from mpiscope.errors import TraceCorrupt, UsageError
-from mpiscope.machine import available_memory
+from mpiscope.errors import TraceCorrupt
+from mpiscope.machine import require_memory
 from mpiscope.trace import START_CALLS, Trace
 
 # Not communication: stats.py leaves them out of the time in MPI too.
@@ -140,13 +140,8 @@ BYTES_PER_EVENT = 200
 def load_frames(trace: Trace) -> Frames:
     """The diagnosis' columns of a trace (events, messages), in memory: said in one sentence
     when the machine cannot hold them, rather than killed for it."""
-    events = int(trace.manifest.get("counts", {}).get("events", 0))
-    need, have = events * BYTES_PER_EVENT, available_memory()
-    if have is not None and need > have:
-        raise UsageError(f"the diagnosis holds all {events:,} events of {trace.path} in memory, about "
-                         f"{need / 2**30:.1f} GiB, and {have / 2**30:.1f} GiB is available; run it on a machine "
-                         f"with more memory, or record a part of the run (MPI_Pcontrol); mpiscope stats "
-                         f"summarises a trace of any size")
+    require_memory("the diagnosis", int(trace.manifest.get("counts", {}).get("events", 0)), BYTES_PER_EVENT,
+                   trace.path)
     f = frames_from(_read(trace, "events", EVENT_COLUMNS + OPTIONAL_EVENT_COLUMNS),
                     _read(trace, "messages", MESSAGE_COLUMNS),
                     trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)
