@@ -76,6 +76,12 @@ def test_loads_with_no_error_and_no_foreign_request(opened: Opened, artifacts: P
         assert any("/tile/b/0/0" in u for u in opened.rec.requests)
 
 
+def test_per_call_table_says_nonblocking_receives_count_posted_buffers(opened: Opened) -> None:
+    """halo.c receives with MPI_Irecv: the per-call table says its bytes are the buffers posted."""
+    note = opened.page.locator("#per-call-note")
+    assert note.is_visible() and note.inner_text().startswith("MPI_Irecv: bytes of the buffers posted")
+
+
 def test_timeline_canvas_is_drawn(opened: Opened, artifacts: Path) -> None:
     coloured, total = opened.page.evaluate("""() => {
         const c = mpiscope.timeline.canvas, d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;

@@ -23,7 +23,8 @@ def test_stats_json(run_traced):
     assert all(r["bytes_sent"] == 500 and r["bytes_received"] == 500 for r in s["per_rank"])
     assert all(0 <= r["mpi_time_ns"] <= r["app_time_ns"] for r in s["per_rank"])
     assert all(r["rma_bytes_put"] == r["rma_bytes_get"] == 0 for r in s["per_rank"])
-    assert "one-sided" not in mpiscope_cli(["stats", str(t.path)]).stdout
+    text = mpiscope_cli(["stats", str(t.path)]).stdout
+    assert "one-sided" not in text and "buffers posted" not in text  # ring.c receives with MPI_Recv
     from mpiscope.analysis.stats import summarize
     from mpiscope.report.payload import summary
 
@@ -70,3 +71,21 @@ def test_demo(tmp_path):
     assert "finding:" in done.stdout
     bad = mpiscope_cli(["demo", "--only", "mm,fft"], env=MPICH.environ(), cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "fft" in bad.stderr
+
+
+@pytest.mark.mpi(ranks=2)
+def test_nonblocking_receives_say_their_bytes_are_posted_buffers(tmp_path: Path, build_dir: Path) -> None:
+    """irecv_capacity.c: rank 1 posts 10 MPI_Irecv of a 1 MiB buffer for 100-byte messages and
+    cancels an 11th. The MPI_Irecv row counts the buffers posted (11 MiB) and says so; the 1,000
+    bytes that arrived count at the MPI_Wait that completed them and in rank 1's received bytes."""
+    exe = compile_program(Path(__file__).parent / "programs" / "irecv_capacity.c", mpicc=str(MPICH.mpicc),
+                          extra=["-O0"], out_dir=build_dir / "irecv_capacity")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(exe)], env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-2000:]
+    s = json.loads(mpiscope_cli(["stats", str(out), "--json", "-"]).stdout)
+    calls = {c["call"]: c for c in s["per_call"]}
+    assert calls["MPI_Irecv"]["count"] == 11 and calls["MPI_Irecv"]["bytes"] == 11 << 20
+    assert calls["MPI_Wait"]["bytes"] == calls["MPI_Send"]["bytes"] == s["per_rank"][1]["bytes_received"] == 1000
+    text = mpiscope_cli(["stats", str(out)]).stdout
+    assert "MPI_Irecv: bytes of the buffers posted" in " ".join(text.split())

@@ -37,6 +37,8 @@ def render(s: Stats) -> None:
         [[r["call"], r["count"], fmt_ns(r["total_ns"]), fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),
           f"{r['pct_mpi']:.1f}", fmt_bytes(r["bytes"]), fmt_bytes(r["recv_bytes"]) if r["recv_bytes"] else ""]
          for r in s.per_call.iter_rows(named=True)])
+    if s.posted_note:
+        output.text(s.posted_note)
     output.table(
         "Top call sites by time", ["call", "call site", "ranks", "count", "total", "mean", "% MPI"],
         [[r["call"], r["callsite"] or "?", r["ranks"], r["count"], fmt_ns(r["total_ns"]), fmt_ns(r["mean_ns"]),

@@ -207,6 +207,7 @@ def build(
         "summary": summary(s),
         "stats": {
             "per_call": s.per_call.to_dicts(),
+            "posted_note": s.posted_note,
             "callsites": s.callsites.head(TOP_CALLSITES).to_dicts(),
             "per_family": within_mpi_time(per_family(events, ranks, v.calls), s.per_rank),
             "matrix": matrix(trace, ranks),

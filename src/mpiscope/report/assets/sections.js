@@ -6,6 +6,8 @@ MS.renderStats = function (data) {
   const s = (id) => document.getElementById(id);
   const pc = st.per_call || [], pr = (data.summary && data.summary.per_rank) || [], cs = st.callsites || [];
   MS.charts.table(s("per-call"), MS.columnsFor(pc, MS.LABELS, ["call", "count", "total_ns", "mean_ns", "max_ns", "bytes", "pct_mpi"]), pc, { sort: "total_ns" });
+  s("per-call-note").hidden = !st.posted_note;
+  s("per-call-note").textContent = st.posted_note || "";
   MS.charts.table(s("per-rank"), MS.columnsFor(pr, MS.LABELS, ["rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct"]), pr);
   MS.charts.table(s("callsites"), MS.columnsFor(cs, MS.LABELS, ["call", "callsite", "count", "ranks", "total_ns", "pct_mpi"]), cs, { sort: "total_ns" });
   const matrix = st.matrix || {};
