@@ -80,6 +80,8 @@ def test_a_late_sender_that_was_itself_held_up_is_not_told_to_rebalance():
     assert "mpiscope rebalance" not in held[0]["suggestion"] and "held rank 1 up" in held[0]["suggestion"]
     explained = [f for f in d["findings"] if f["kind"] == "late_sender" and f["ranks"] == [1]]
     assert explained and "mpiscope rebalance" in explained[0]["suggestion"]
+    # 4 waits summed beside a delay per wait: the sentence says which is which
+    assert "4 times; rank 2 computed" in explained[0]["text"] and "(mean per waiting call)" in explained[0]["text"]
 
 
 def test_a_barrier_waiting_for_a_held_up_rank_is_not_told_to_rebalance():
