@@ -131,3 +131,26 @@ def test_interrupted_export_leaves_nothing(halo: Trace, tmp_path: Path, fmt: str
     with pytest.raises(KeyboardInterrupt):
         EXPORTERS[fmt](halo, tmp_path / "out", force=True, progress=interrupt)
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # the old output, untouched
+
+
+@pytest.mark.parametrize("fmt", ["otf2", "csv"])
+def test_export_bigger_than_the_free_space_is_refused_before_writing(
+    halo: Trace, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The free space is checked against the fewest bytes a call takes in the format: refused in
+    one sentence before a byte is written, not after the disk is full."""
+    import shutil
+
+    from mpiscope import export
+    from mpiscope.cli import main
+
+    calls = int(halo.manifest["counts"]["events"])
+    room = calls * export.MIN_BYTES_PER_CALL[fmt] - 1
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: real(p)._replace(free=room))
+    assert main(["export", str(halo.path), "--format", fmt, "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"the {fmt} export of {calls:,} calls takes at least" in err and "free space" in err
+    assert "\n" not in err and list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: real(p)._replace(free=room + 1))
+    assert main(["export", str(halo.path), "--format", fmt, "-o", str(tmp_path / "out")]) == 0

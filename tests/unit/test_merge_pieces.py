@@ -177,18 +177,26 @@ def test_diagnosis_too_big_for_memory_says_so(extracted, monkeypatch: pytest.Mon
     from mpiscope import machine
     from mpiscope.analysis import diagnose
     from mpiscope.analysis.stats import summarize
+    from mpiscope.analysis.imbalance import compute_phases
+    from mpiscope.report import cache
     from mpiscope.report.build import build_report
+    from mpiscope.roofline.place import measure_traffic
+    from mpiscope.sim.replay import trace_actions
 
     trace = extracted("threads")
     merge_trace(trace, memory=budget_for(trace))
     monkeypatch.setattr(machine, "available_memory", lambda: 1000)
-    for verb, what in ((diagnose.diagnose, "the diagnosis"), (build_report, "the report")):
+    for verb, what in ((diagnose.diagnose, "the diagnosis"), (build_report, "the report"),
+                       (compute_phases, "the phase analysis"), (trace_actions, "the replay"),
+                       (cache.build, "the view's index")):
         with pytest.raises(UsageError) as e:
             verb(open_trace(trace))
         assert str(e.value).startswith(what) and "mpiscope stats" in str(e.value) and "\n" not in str(e.value)
     env = pl.col("call").cast(pl.Utf8).is_in(["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"])
     mpi_calls = open_trace(trace).events().filter(~env).select(pl.col("count").sum()).collect().item()
     assert 0 < mpi_calls < 1809 and int(summarize(open_trace(trace)).per_rank["calls"].sum()) == mpi_calls
+    # the roofline's traffic is streamed aggregates too
+    assert measure_traffic(open_trace(trace), ranks_as_nodes=True).p2p_inter_bytes > 0
 
 
 def test_merged_with_delete_raw_cannot_merge_again(extracted) -> None:

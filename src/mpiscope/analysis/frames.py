@@ -133,15 +133,15 @@ def _read(trace: Trace, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
                            f"merge the trace again: mpiscope merge {trace.path}") from e
 
 
-# The diagnosis holds ~200 bytes per call (report/cache.py measured 2 GB for 10 M).
-BYTES_PER_EVENT = 200
+# The diagnosis holds ~200 bytes per call: 10 M calls 2 GB (report/cache.py), a generated halo of
+# 66.7 M calls 14.2 GB (213 bytes a call); with a margin.
+BYTES_PER_EVENT = 230
 
 
-def load_frames(trace: Trace) -> Frames:
+def load_frames(trace: Trace, what: str = "the diagnosis") -> Frames:
     """The diagnosis' columns of a trace (events, messages), in memory: said in one sentence
-    when the machine cannot hold them, rather than killed for it."""
-    require_memory("the diagnosis", int(trace.manifest.get("counts", {}).get("events", 0)), BYTES_PER_EVENT,
-                   trace.path)
+    (`what` holds them) when the machine cannot hold them, rather than killed for it."""
+    require_memory(what, int(trace.manifest.get("counts", {}).get("events", 0)), BYTES_PER_EVENT, trace.path)
     f = frames_from(_read(trace, "events", EVENT_COLUMNS + OPTIONAL_EVENT_COLUMNS),
                     _read(trace, "messages", MESSAGE_COLUMNS),
                     trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)

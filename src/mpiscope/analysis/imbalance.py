@@ -117,7 +117,7 @@ class Imbalance:
 
 def compute_phases(trace: Trace) -> Imbalance:
     """The phases of a trace and each rank's computation in them; UsageError if none can be cut."""
-    return phases_of(load_frames(trace))
+    return phases_of(load_frames(trace, "the phase analysis"))
 
 
 def _sync_events(f: Frames) -> pl.DataFrame:

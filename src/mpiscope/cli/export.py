@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mpiscope import output
 from mpiscope.errors import UsageError
-from mpiscope.export import DIRECTORY_FORMATS, FORMATS, ExportResult, Progress, check_output
+from mpiscope.export import DIRECTORY_FORMATS, FORMATS, ExportResult, Progress, check_output, check_room
 from mpiscope.trace import Trace, open_trace
 
 
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, args.force, args.format in DIRECTORY_FORMATS)  # before a merge, not after
     trace = open_trace(args.trace_dir)
     events = int(trace.manifest.get("counts", {}).get("events", 0)) or None
+    check_room(args.out, args.format, events or 0)
     with output.progress(f"export {args.format}", total=events) as bar:
 
         def advance(n: int) -> None:

@@ -30,6 +30,7 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.analysis.stats import summarize
 from mpiscope.errors import UsageError
+from mpiscope.machine import require_memory
 from mpiscope.report import payload, source, store, tiles, timeline
 from mpiscope.report.build import Stages
 from mpiscope.report.density import BINS, bin_input
@@ -44,6 +45,10 @@ ON_DEMAND_MAX = 150_000
 CHUNK_ROWS = 8_000_000  # calls sorted in memory at once while writing the sorted copy
 # The diagnosis holds ~200 bytes a call (2 GB for 10 M): above this it runs after the indexing.
 DIAGNOSIS_BESIDE_MAX = 20_000_000
+# The index holds the bins' columns of every call and the messages' tile columns while it bins
+# them: a generated halo of 6.7 M calls peaked at 2.5 GB, one of 66.7 M calls at 8.5 GB (128
+# bytes a call); with a margin.
+INDEX_BYTES_PER_EVENT = 140
 
 
 def key(trace: Trace) -> dict[str, Any]:
@@ -135,6 +140,8 @@ def _index(trace: Trace, dest: Path, tile_max: int, rows: int) -> tuple[dict[str
 def build(trace: Trace, tile_max: int = timeline.EVENT_TILE_MAX) -> dict[str, Any]:
     """Write the cache (into a temporary directory beside it, then renamed); returns its meta."""
     final = cache_dir(trace)
+    require_memory("the view's index", int(trace.manifest.get("counts", {}).get("events", 0)),
+                   INDEX_BYTES_PER_EVENT, trace.path)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".view-", dir=final.parent))

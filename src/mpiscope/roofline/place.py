@@ -55,8 +55,20 @@ def measure_traffic(trace: Trace, ranks_as_nodes: bool = False) -> Traffic:
     nodes = node_map(trace, ranks_as_nodes)
     node_df = pl.DataFrame({"rank": list(nodes), "node": list(nodes.values())},
                            schema={"rank": pl.Int32, "node": pl.Utf8})
-    msg = (trace.messages().select("src", "dst", pl.col("bytes").fill_null(0).cast(pl.Float64)).collect()
-           .join(node_df.rename({"rank": "src", "node": "src_node"}), on="src", how="left")
+    # Streaming aggregates first (bytes per rank pair, collective bytes per rank and communicator,
+    # the run's bounds), so a trace of any size is read in bounded memory (issue 22); the nodes
+    # are joined to these small tables.
+    ev = trace.events()
+    is_call = pl.col("call").cast(pl.Utf8).is_in
+    pairs_q = (trace.messages().group_by(pl.col("src").cast(pl.Int32), pl.col("dst").cast(pl.Int32))
+               .agg(pl.col("bytes").fill_null(0).cast(pl.Float64).sum()))
+    coll_q = (ev.filter(pl.col("coll_id").is_not_null() & (pl.col("bytes").fill_null(0) > 0))
+              .group_by(pl.col("rank").cast(pl.Int32), "comm").agg(pl.col("bytes").cast(pl.Float64).sum()))
+    bounds_q = ev.select(pl.col("t_leave_ns").filter(is_call(INIT)).min().alias("init"),
+                         pl.col("t_enter_ns").filter(is_call(FINALIZE)).max().alias("finalize"),
+                         pl.col("t_enter_ns").min().alias("first"), pl.col("t_leave_ns").max().alias("last"))
+    pairs, coll_sums, bounds = pl.collect_all([pairs_q, coll_q, bounds_q], engine="streaming")
+    msg = (pairs.join(node_df.rename({"rank": "src", "node": "src_node"}), on="src", how="left")
            .join(node_df.rename({"rank": "dst", "node": "dst_node"}), on="dst", how="left")
            .with_columns((pl.col("src_node") != pl.col("dst_node")).fill_null(True).alias("inter")))
     inter = msg.filter(pl.col("inter"))
@@ -64,22 +76,18 @@ def measure_traffic(trace: Trace, ranks_as_nodes: bool = False) -> Traffic:
     recv = inter.group_by(pl.col("dst_node").alias("node")).agg(pl.col("bytes").sum().alias("received"))
     per_node = (node_df.select("node").unique().join(sent, on="node", how="left").join(recv, on="node", how="left")
                 .fill_null(0.0).sort("node"))
-    ev = trace.events().collect()
     members = (trace.comms().select("comm", "comm_size", "ranks").collect().explode("ranks")
                .rename({"ranks": "rank"}).with_columns(pl.col("rank").cast(pl.Int32))
                .join(node_df, on="rank").group_by("comm", "comm_size", "node").agg(pl.len().alias("same")))
-    coll = (ev.filter(pl.col("coll_id").is_not_null() & (pl.col("bytes").fill_null(0) > 0))
-            .select(pl.col("rank").cast(pl.Int32), "comm", pl.col("bytes").cast(pl.Float64))
-            .join(node_df, on="rank").join(members, on=["comm", "node"], how="left")
+    coll = (coll_sums.join(node_df, on="rank").join(members, on=["comm", "node"], how="left")
             .with_columns(pl.when(pl.col("comm_size") > 1)
                           .then((pl.col("comm_size") - pl.col("same")) / (pl.col("comm_size") - 1))
                           .otherwise(0.0).fill_null(0.0).alias("share")))
     coll_inter = float((coll["bytes"] * coll["share"]).sum())
-    start = ev.filter(pl.col("call").cast(pl.Utf8).is_in(INIT))["t_leave_ns"].min()
-    end = ev.filter(pl.col("call").cast(pl.Utf8).is_in(FINALIZE))["t_enter_ns"].max()
-    start = start if start is not None else ev["t_enter_ns"].min()
-    end = end if end is not None else ev["t_leave_ns"].max()
-    wall = (float(end) - float(start)) / 1e9 if start is not None and end is not None else 0.0  # type: ignore[arg-type]
+    b = bounds.row(0, named=True)
+    start = b["init"] if b["init"] is not None else b["first"]
+    end = b["finalize"] if b["finalize"] is not None else b["last"]
+    wall = (float(end) - float(start)) / 1e9 if start is not None and end is not None else 0.0
     n_nodes = len(set(nodes.values()))
     return Traffic(
         nodes=n_nodes, one_host=len(set(node_map(trace, False).values())) == 1, ranks_as_nodes=ranks_as_nodes,
