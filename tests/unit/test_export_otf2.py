@@ -54,6 +54,19 @@ def test_parallel_parts_equal_one_process(
     check_otf2(halo, a)
 
 
+def test_each_rank_leaves_memory_once_written(halo: Trace, tmp_path: Path) -> None:
+    """OTF2 holds a location's events in memory until its writer is closed: each rank's event
+    files are on disk (and out of memory) before the next rank is written, not at the
+    archive's close, so the export's memory follows one rank, not the trace."""
+    on_disk: list[int] = []
+
+    def progress(n: int) -> None:  # called once a rank is written
+        on_disk.append(sum(f.stat().st_size for f in tmp_path.glob("*.partial/.part-*/traces/*.evt")))
+
+    export_otf2(halo, tmp_path / "otf2", progress=progress, workers=1)
+    assert len(on_disk) == RANKS and 0 < on_disk[0] < on_disk[1] < on_disk[-1]
+
+
 def test_definitions(halo: Trace, tmp_path: Path) -> None:
     import otf2
     from otf2.enums import Paradigm, RegionRole
