@@ -154,3 +154,25 @@ def test_export_bigger_than_the_free_space_is_refused_before_writing(
     assert "\n" not in err and list(tmp_path.iterdir()) == []
     monkeypatch.setattr(shutil, "disk_usage", lambda p: real(p)._replace(free=room + 1))
     assert main(["export", str(halo.path), "--format", fmt, "-o", str(tmp_path / "out")]) == 0
+
+
+@pytest.mark.parametrize("fmt", ["otf2", "perfetto"])
+def test_workers_that_the_memory_cannot_hold_are_not_started(
+    halo: Trace, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker holds one rank at a time: as many start as the memory holds with the longest
+    rank (here one: the export runs in this process), and none is refused in one sentence."""
+    from mpiscope.export import otf2, perfetto, pool
+
+    per_call = {"otf2": otf2.BYTES_PER_CALL, "perfetto": perfetto.BYTES_PER_CALL}[fmt]
+    longest = halo.events().group_by("rank").len().select(pl.col("len").max()).collect().item()
+    one = pool.BASE_BYTES + longest * per_call
+    monkeypatch.setattr(pool, "INLINE_EVENTS", 0)
+    monkeypatch.setattr(pool, "available_memory", lambda: 2 * one - 1)
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", None)  # a started worker would fail here
+    EXPORTERS[fmt](halo, tmp_path / "out", workers=2)
+    monkeypatch.setattr(pool, "available_memory", lambda: one - 1)
+    with pytest.raises(UsageError) as e:
+        EXPORTERS[fmt](halo, tmp_path / "again", workers=2)
+    assert "holds one rank's calls at a time, and rank" in str(e.value) and "\n" not in str(e.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]

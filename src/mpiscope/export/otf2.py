@@ -29,6 +29,7 @@ from mpiscope.export.pool import run_groups
 from mpiscope.trace import Trace, open_trace
 
 ARCHIVE = "traces"  # DIR/traces.otf2 is what Vampir opens
+BYTES_PER_CALL = 1_700  # a worker's memory per call of its longest rank (pool.py)
 CHUNK_BYTES = 256 * 1024  # OTF2's smallest chunk: an archive holds one per location it writes
 
 
@@ -158,7 +159,8 @@ def export_otf2(
     with staged_output(out, force, is_dir=True) as stage:
         w, _, _, _, (locations, *_) = _open(plan, stage)
         try:
-            parts = run_groups(_write_part, (plan, str(stage)), list(per_rank.iter_rows()), progress, workers)
+            parts = run_groups(_write_part, (plan, str(stage)), list(per_rank.iter_rows()), progress, workers,
+                               "the OTF2 export", BYTES_PER_CALL)
             for written, _ in parts:
                 for key, n in written.items():
                     locations[key]._number_of_events_written = n

@@ -36,6 +36,7 @@ from mpiscope.trace import Trace as MTrace
 from mpiscope.trace import open_trace
 
 BATCH = 20_000  # packets per serialized batch
+BYTES_PER_CALL = 1_100  # a worker's memory per call of its longest rank (pool.py)
 COUNTER_BINS = 1000  # time bins of the byte counters over the whole trace
 CLEARED = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 __all__ = ["ARGS", "export_perfetto", "uuid", "with_flows"]  # ARGS, uuid: chrome.py, tests
@@ -277,7 +278,8 @@ def export_perfetto(
         parts_dir = tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".parts", dir=stage.parent)
         try:
             plan = _Plan(str(trace.path), parts_dir, t0, bin_ns)
-            results = run_groups(_write_part, (plan,), list(per_rank.iter_rows()), progress, workers)
+            results = run_groups(_write_part, (plan,), list(per_rank.iter_rows()), progress, workers,
+                                 "the Perfetto export", BYTES_PER_CALL)
             with open(stage, "wb") as f:
                 head = _Out(f)
                 _header(
