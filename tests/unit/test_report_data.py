@@ -286,6 +286,37 @@ def test_unmerged_trace_is_refused(tmp_path: Path) -> None:
         open_merged(tmp_path)
 
 
+def test_view_diagnoses_after_indexing_where_both_do_not_fit_together(
+    halo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view's index and the diagnosis run side by side only where the memory holds both."""
+    from mpiscope.report import cache, payload
+
+    trace = open_trace(halo)
+    rows = int(trace.manifest["counts"]["events"])
+    indexed: list[bool] = []
+    index, diagnosis = cache._index, payload.diagnosis
+
+    def index_then_mark(*a, **k):  # type: ignore[no-untyped-def]
+        out = index(*a, **k)
+        indexed.append(True)
+        return out
+
+    def diagnosis_seeing_the_index(t):  # type: ignore[no-untyped-def]
+        seen.append(bool(indexed))
+        return diagnosis(t)
+
+    monkeypatch.setattr(cache, "_index", index_then_mark)
+    monkeypatch.setattr(payload, "diagnosis", diagnosis_seeing_the_index)
+    both = rows * (cache.INDEX_BYTES_PER_EVENT + cache.DIAGNOSIS_BYTES_PER_EVENT)
+    for have, after in ((both - 1, True), (None, False)):
+        seen: list[bool] = []
+        indexed.clear()
+        monkeypatch.setattr(cache, "available_memory", lambda have=have: have)
+        cache.build(trace)
+        assert seen == [after]
+
+
 def test_view_store_answers_as_the_tables_say(halo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mpiscope.report import cache, tiles
     from mpiscope.report.source import load_columns

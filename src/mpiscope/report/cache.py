@@ -28,9 +28,10 @@ from typing import Any
 import polars as pl
 
 from mpiscope import __version__
+from mpiscope.analysis.frames import BYTES_PER_EVENT as DIAGNOSIS_BYTES_PER_EVENT
 from mpiscope.analysis.stats import summarize
 from mpiscope.errors import UsageError
-from mpiscope.machine import require_memory
+from mpiscope.machine import available_memory, require_memory
 from mpiscope.report import payload, source, store, tiles, timeline
 from mpiscope.report.build import Stages
 from mpiscope.report.density import BINS, bin_input
@@ -43,7 +44,8 @@ LONG_PER_TILE = 8  # a row is long when it lasts more than an event tile's width
 # such window holds at most this many calls (~0.1 s each on the bench trace).
 ON_DEMAND_MAX = 150_000
 CHUNK_ROWS = 8_000_000  # calls sorted in memory at once while writing the sorted copy
-# The diagnosis holds ~200 bytes a call (2 GB for 10 M): above this it runs after the indexing.
+# The diagnosis holds ~200 bytes a call (2 GB for 10 M): above this many calls, or where it and the
+# index do not fit the available memory together, it runs after the indexing.
 DIAGNOSIS_BESIDE_MAX = 20_000_000
 # The index holds the bins' columns of every call and the messages' tile columns while it bins
 # them: a generated halo of 6.7 M calls peaked at 2.5 GB, one of 66.7 M calls at 8.5 GB (128
@@ -154,8 +156,11 @@ def build(trace: Trace, tile_max: int = timeline.EVENT_TILE_MAX) -> dict[str, An
         the_key = key(trace)  # before reading: a table replaced meanwhile makes the cache stale, not wrong
         rows = int(trace.events().select(pl.len()).collect().item())
         # The diagnosis (Polars) runs beside the binning (NumPy) when both fit in memory together.
+        have = available_memory()
+        together = rows <= DIAGNOSIS_BESIDE_MAX and (
+            have is None or rows * (INDEX_BYTES_PER_EVENT + DIAGNOSIS_BYTES_PER_EVENT) <= have)
         with ThreadPoolExecutor(max_workers=1) as pool:
-            beside = pool.submit(payload.diagnosis, trace) if rows <= DIAGNOSIS_BESIDE_MAX else None
+            beside = pool.submit(payload.diagnosis, trace) if together else None
             meta, data = _index(trace, tmp, tile_max, rows)
             data["diagnosis"] = beside.result() if beside else payload.diagnosis(trace)
         (tmp / "data.json").write_text(json.dumps(payload.jsonable(data), allow_nan=False))
