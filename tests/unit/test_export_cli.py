@@ -165,8 +165,8 @@ def test_workers_that_the_memory_cannot_hold_are_not_started(
     from mpiscope.export import otf2, perfetto, pool
 
     per_call = {"otf2": otf2.BYTES_PER_CALL, "perfetto": perfetto.BYTES_PER_CALL}[fmt]
-    longest = halo.events().group_by("rank").len().select(pl.col("len").max()).collect().item()
-    one = pool.BASE_BYTES + longest * per_call
+    spans = halo.events().group_by("rank").len().collect().rows()
+    one = pool.process_bytes(spans, per_call)
     monkeypatch.setattr(pool, "INLINE_EVENTS", 0)
     monkeypatch.setattr(pool, "available_memory", lambda: 2 * one - 1)
     monkeypatch.setattr(pool, "ProcessPoolExecutor", None)  # a started worker would fail here

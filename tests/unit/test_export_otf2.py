@@ -54,6 +54,20 @@ def test_parallel_parts_equal_one_process(
     check_otf2(halo, a)
 
 
+def test_ranks_read_in_batches_equal_read_at_once(
+    halo: Trace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls and messages are read a batch of ranks at a time: a rank per batch gives the same archive."""
+    from mpiscope.export import tables
+
+    export_otf2(halo, tmp_path / "whole", workers=1)
+    monkeypatch.setattr(tables, "MESSAGE_BATCH", 1)
+    monkeypatch.setattr(tables, "ROWS_PER_BATCH", 1)
+    export_otf2(halo, tmp_path / "batched", workers=1)
+    a, b = read_otf2(tmp_path / "whole"), read_otf2(tmp_path / "batched")
+    assert a.height > 0 and a.sort(a.columns).equals(b.sort(b.columns))
+
+
 def test_each_rank_leaves_memory_once_written(halo: Trace, tmp_path: Path) -> None:
     """OTF2 holds a location's events in memory until its writer is closed: each rank's event
     files are on disk (and out of memory) before the next rank is written, not at the

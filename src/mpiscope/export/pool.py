@@ -18,14 +18,23 @@ from typing import Any, TypeVar
 
 from mpiscope.errors import UsageError
 from mpiscope.export import Progress
+from mpiscope.export.tables import MESSAGE_BATCH, MESSAGE_BYTES_PER_CALL
 from mpiscope.machine import available_memory
 
 R = TypeVar("R")
 INLINE_EVENTS = 200_000  # below this many events a trace is exported in this process
-# A process holds its interpreter and libraries, and one rank's records at a time: 64 ranks of
-# 0.1 M and of 1.04 M calls each, one process, peaked at 0.64 and 2.13 GB in OTF2 (1,590 bytes
-# per call of the rank above the base), 0.53 and 1.48 GB in Perfetto (1,020).
+# A process holds its interpreter and libraries, the messages of a batch of ranks (tables.py),
+# and one rank's records at a time: 64 ranks of 0.1 M and of 1.04 M calls each, one process,
+# peaked at 0.64 and 2.13 GB in OTF2 (1,590 bytes per call of the rank above the base), 0.53 and
+# 1.48 GB in Perfetto (1,020).
 BASE_BYTES = 512 << 20
+
+
+def process_bytes(spans: Sequence[tuple[int, int]], bytes_per_call: int) -> int:
+    """Memory of one exporting process: the base, a batch's messages, the longest rank."""
+    total = sum(n for _, n in spans)
+    longest = max((n for _, n in spans), default=0)
+    return BASE_BYTES + min(total, MESSAGE_BATCH) * MESSAGE_BYTES_PER_CALL + longest * bytes_per_call
 
 
 @contextmanager
@@ -68,7 +77,7 @@ def fitting_workers(what: str, spans: Sequence[tuple[int, int]], workers: int, b
     refused in one sentence where not even one does."""
     have = available_memory()
     rank, longest = max(spans, key=lambda s: s[1], default=(0, 0))
-    need = BASE_BYTES + longest * bytes_per_call
+    need = process_bytes(spans, bytes_per_call)
     if have is None:
         return workers
     if need > have:

@@ -144,8 +144,10 @@ class RankData:
 ROWS_PER_BATCH = 262_144  # calls read at once: several short ranks, or one long rank
 # Calls whose ranks' messages are read at once (one rank at least): a read decodes the whole
 # (time-ordered) messages table, ~0.14 s CPU for 1.7 M messages, so ranks share it; their
-# messages take ~50 MB per million calls.
-MESSAGE_BATCH = 1_048_576
+# messages take ~50 MB per million calls (MESSAGE_BYTES_PER_CALL with a margin). A batch of
+# 1 M calls read the 16.7 M messages of 66.7 M calls 64 times (64 of an OTF2 export's 91 s).
+MESSAGE_BATCH = 8_388_608
+MESSAGE_BYTES_PER_CALL = 60
 
 
 def _batches(ranks: list[int], sizes: dict[int, int], limit: int) -> list[list[int]]:
