@@ -19,12 +19,20 @@ the raw files stay. Progress goes to stderr, the table to stdout.
 worker are skipped with a line saying so. `--mpiexec N` adds a run under
 `mpiexec -n N` (only for a merge that splits its work across MPI ranks).
 
+`--verbs` runs other verbs on each merged trace after stats, in children sampled
+the same way, and prints each one's time and peak memory, or its one-sentence
+refusal (issue 22, item 3: a verb streams a trace of any size, or says it cannot
+hold it): roofline (place), map (--trace, 5 s of annealing), export-otf2,
+export-perfetto (their output deleted after), diagnose, rebalance, report, view
+(the index its first start builds), sim (--trace).
+
 Targets (issue 22, 2 cores, 24 GiB): peak <= the --memory budget at every size;
 >= 5 M events/s at 10 M events and >= 3 M events/s at 1,000 M.
 
     python bench/merge_scale.py [--sizes 10M,100M,1000M] [--ranks 64,1024] [--workers 1,2]
         [--memory 4GiB] [--repeat 1] [--dir DIR] [--keep] [--flags auto|on|off] [--mpiexec N]
-        [--no-stats] [--json FILE|-]
+        [--no-stats] [--verbs roofline,map,export-otf2,export-perfetto,diagnose,rebalance,report,view,sim]
+        [--json FILE|-]
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ COUNTS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
 GENERATE = ("import sys; from pathlib import Path; from mpiscope.trace.synthetic import stream_halo_trace; "
             "print(stream_halo_trace(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])))")
 MPISCOPE = [sys.executable, "-m", "mpiscope"]
+VERBS = ("roofline", "map", "export-otf2", "export-perfetto", "diagnose", "rebalance", "report", "view", "sim")
 
 
 def parse_amount(text: str, units: dict[str, int]) -> int:
@@ -272,7 +281,57 @@ def bench_size(size: Size, configs: list[Config], args: argparse.Namespace, flag
                     + (f"  FAILED {s.error}" if s.error else ""))
         size.rows.append(row(size, "stats", [s], 1, "local", args.memory_bytes,
                              {"merged_by_workers": configs[last].workers}))
+    if runs[last][-1].error is None:
+        run_verbs(size, args.verb_list, args.memory_bytes)
     reset(size.trace, manifest)
+
+
+def torus_for(ranks: int) -> str:
+    """A 3-D torus of at least `ranks` nodes, as cubic as powers of two make it."""
+    dims = [1, 1, 1]
+    while dims[0] * dims[1] * dims[2] < ranks:
+        dims[dims.index(min(dims))] *= 2
+    return "torus:" + "x".join(map(str, sorted(dims)))
+
+
+def verb_command(verb: str, trace: Path, ranks: int, out: Path) -> list[str]:
+    """The command line of one of --verbs on a merged trace; `out`: where its output may go."""
+    network = ["--network", torus_for(ranks)]
+    view = ("import sys; from pathlib import Path; from mpiscope.report import cache; "
+            "from mpiscope.trace import open_trace; from mpiscope.errors import UsageError\n"
+            "try: cache.build(open_trace(Path(sys.argv[1])))\n"
+            "except UsageError as e: sys.exit(f'error: {e}')")
+    return {
+        "roofline": [*MPISCOPE, "roofline", "place", str(trace), "--flops", "1e12", "--system", "fx10"],
+        "map": [*MPISCOPE, "map", *network, "--trace", str(trace), "--time-limit", "5"],
+        "export-otf2": [*MPISCOPE, "export", str(trace), "--format", "otf2", "-o", str(out), "--force"],
+        "export-perfetto": [*MPISCOPE, "export", str(trace), "--format", "perfetto", "-o", str(out), "--force"],
+        "diagnose": [*MPISCOPE, "diagnose", str(trace)],
+        "rebalance": [*MPISCOPE, "rebalance", str(trace), "--shares", f"64x{ranks}"],
+        "report": [*MPISCOPE, "report", str(trace), "-o", str(out), "--force"],
+        "view": [sys.executable, "-c", view, str(trace)],
+        "sim": [*MPISCOPE, "sim", *network, "--bandwidth", "5GBps", "--latency", "1us", "--trace", str(trace)],
+    }[verb]
+
+
+def run_verbs(size: Size, verbs: list[str], budget: int) -> None:
+    for verb in verbs:
+        out = size.trace.parent / f".{size.trace.name}-{verb}-out"
+        r = run_child(verb_command(verb, size.trace, size.ranks, out))
+        shutil.rmtree(out, ignore_errors=True) if out.is_dir() else out.unlink(missing_ok=True)
+        shutil.rmtree(size.trace / ".mpiscope", ignore_errors=True)
+        output.info(f"  {verb}: {r.seconds:.1f} s, peak {r.peak_rss_bytes / 2**30:.2f} GiB"
+                    + (f"  refused or failed: {r.error}" if r.error else ""))
+        size.rows.append(row(size, verb, [r], 1, "local", budget, {}))
+
+
+def print_verbs(rows: list[dict[str, Any]]) -> None:
+    shown = [r for r in rows if r["verb"] not in ("merge", "stats")]
+    if shown:
+        output.table("other verbs on the merged traces (issue 22, item 3)",
+                     ["verb", "events", "ranks", "s", "peak GiB", "outcome"],
+                     [[r["verb"], f"{r['events']:,}", r["ranks"], f"{r['seconds_all'][0]:.1f}" if r["seconds_all"]
+                       else "-", f"{r['peak_rss_bytes'] / 2**30:.2f}", r["error"] or "ok"] for r in shown])
 
 
 def disk_short(size: Size) -> tuple[int, int, int]:
@@ -299,6 +358,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--flags", choices=("auto", "on", "off"), default="auto",
                     help="pass --memory/--workers to merge: if its --help lists them (auto), always, never")
     ap.add_argument("--no-stats", action="store_true", help="skip mpiscope stats on the merged traces")
+    ap.add_argument("--verbs", default="", help=f"other verbs run on each merged trace, comma-separated: "
+                    f"{', '.join(VERBS)}")
     ap.add_argument("--delete-raw", action="store_true",
                     help="merge with --delete-raw (for a size whose raw files and tables do not fit the disk "
                          "together): one merge per size, with the first --workers value")
@@ -310,6 +371,9 @@ def parse_args() -> argparse.Namespace:
     except argparse.ArgumentTypeError as e:
         ap.error(str(e))
     args.rank_list = [int(r) for r in args.ranks.split(",")]
+    args.verb_list = [v for v in args.verbs.split(",") if v]
+    if set(args.verb_list) - set(VERBS):
+        ap.error(f"--verbs: unknown {', '.join(sorted(set(args.verb_list) - set(VERBS)))}; choose from {', '.join(VERBS)}")
     args.worker_list = [int(w) for w in args.workers.split(",")]
     if args.repeat < 1 or (args.mpiexec is not None and args.mpiexec < 2):
         ap.error("--repeat must be >= 1 and --mpiexec >= 2")
@@ -389,7 +453,8 @@ def main() -> int:
         if not args.keep and args.dir is None:
             shutil.rmtree(base, ignore_errors=True)
     if args.json != "-":  # stdout is the JSON's
-        print_table(rows, skipped)
+        print_table([r for r in rows if r["verb"] in ("merge", "stats")], skipped)
+        print_verbs(rows)
     output.emit_json({"schema": "mpiscope.bench.merge_scale/1", "machine": platform.node(),
                       "cpus": os.cpu_count(), "mpiscope": __version__, "merge_options": sorted(flags),
                       "merge_disk_bytes_per_record": MERGE_DISK_BYTES_PER_RECORD, "rows": rows, "skipped": skipped}, args.json)
