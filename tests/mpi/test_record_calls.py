@@ -294,3 +294,15 @@ def test_mpi4_persistent_collectives_and_partitioned_messages(run_traced, any_mp
     assert ready.group_by("rank", "request").len()["len"].to_list() == [4] * N
     assert not set(zip(ready["rank"], ready["request"])) & set(zip(ranged["rank"], ranged["request"]))
     assert starts.height == 4 * N
+    # the exports name a persistent collective's start by its *_init call: in OTF2 each MPI_Start
+    # completes an allreduce (not an operation of MPI_Start, which names none)
+    import otf2
+    from otf2.enums import CollectiveOp
+
+    from mpiscope.export.otf2 import export_otf2
+
+    export_otf2(t, t.path / "otf2")
+    ops = []
+    with otf2.reader.open(str(t.path / "otf2" / "traces.otf2")) as tr:
+        ops = [ev.collective_op for _, ev in tr.events if type(ev).__name__ == "NonBlockingCollectiveComplete"]
+    assert ops.count(CollectiveOp.ALLREDUCE) == 3 * N

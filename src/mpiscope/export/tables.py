@@ -226,15 +226,8 @@ def with_instance_calls(trace: Trace, coll: pl.DataFrame) -> pl.DataFrame:
     regions.collective_op knows (MPI_Allreduce_init: an allreduce)."""
     names = call_names(trace)
     starts = [names.index(n) for n in START_CALLS if n in names]
-    started = coll.filter(pl.col("call_code").is_in(starts))
-    if not started.height:
-        return coll
-    code = {n: i for i, n in enumerate(names)}
-    inst = trace.init_calls(started["coll_id"]).select(
-        "coll_id", pl.col("call").replace_strict(code, default=None, return_dtype=pl.Int64).alias("_named"))
-    return (coll.join(inst, on="coll_id", how="left", maintain_order="left")
-            .with_columns(pl.when(pl.col("call_code").is_in(starts)).then(pl.coalesce("_named", "call_code"))
-                          .otherwise(pl.col("call_code")).alias("call_code")).drop("_named"))
+    return trace.with_init_calls(coll, "call_code", pl.col("call_code").is_in(starts),
+                                 {n: i for i, n in enumerate(names)}, pl.Int64)
 
 
 def iter_ranks(trace: Trace) -> Iterator[tuple[int, int]]:

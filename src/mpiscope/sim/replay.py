@@ -181,14 +181,7 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
 def _persistent_as_nonblocking(trace: Trace, ev: pl.DataFrame) -> pl.DataFrame:
     """The MPI_Start(all) of a persistent collective as the nonblocking collective it replays as
     (its instance's MPI_Allreduce_init: MPI_Iallreduce), completed where the trace completed it."""
-    started = ev.filter(pl.col("call").is_in(START_CALLS) & pl.col("coll_id").is_not_null())
-    if not started.height:
-        return ev
-    named = trace.init_calls(started["coll_id"]).select(
-        "coll_id", pl.col("call").replace_strict(AS_NONBLOCKING, default=None).alias("_named"))
-    return (ev.join(named, on="coll_id", how="left", maintain_order="left")
-            .with_columns(pl.when(pl.col("call").is_in(START_CALLS)).then(pl.coalesce("_named", "call"))
-                          .otherwise(pl.col("call")).alias("call")).drop("_named"))
+    return trace.with_init_calls(ev, "call", pl.col("call").is_in(START_CALLS), AS_NONBLOCKING, pl.Utf8)
 
 
 def _completions(ev: pl.DataFrame) -> pl.DataFrame:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,20 @@ class Trace:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise TraceCorrupt(f"{self.path}/collectives.parquet cannot be read ({first}); "
                                f"merge the trace again: mpiscope merge {self.path}") from e
+
+    def with_init_calls(self, rows: pl.DataFrame, column: str, started: pl.Expr, name_of: Mapping[str, Any],
+                        dtype: pl.DataType) -> pl.DataFrame:
+        """`rows` (with coll_id) whose `column`, where `started` holds (the MPI_Start(all) rows of
+        persistent collectives), says name_of[its instance's *_init call] instead (as it was
+        where name_of has none): the exports name the collective, the replay its nonblocking form."""
+        ids = rows.filter(started & pl.col("coll_id").is_not_null())["coll_id"]
+        if not ids.len():
+            return rows
+        named = self.init_calls(ids).select(
+            "coll_id", pl.col("call").replace_strict(name_of, default=None, return_dtype=dtype).alias("_named"))
+        return (rows.join(named, on="coll_id", how="left", maintain_order="left")
+                .with_columns(pl.when(started).then(pl.coalesce("_named", column)).otherwise(pl.col(column))
+                              .alias(column)).drop("_named"))
 
     @property
     def ranks(self) -> int:
