@@ -1,4 +1,4 @@
-"""Serve the report page of a trace of any size from a local server, every event at every zoom.
+"""Serve the report page of a trace too big for one HTML file from a local server, every event at every zoom.
 
   mpiscope view trace                  # prints the URL and opens it in a browser
   mpiscope view trace --port 8050 --no-browser
