@@ -29,7 +29,7 @@ from mpiscope.export.pool import run_groups
 from mpiscope.trace import Trace, open_trace
 
 ARCHIVE = "traces"  # DIR/traces.otf2 is what Vampir opens
-BYTES_PER_CALL = 1_700  # a worker's memory per call of its longest rank (pool.py)
+BYTES_PER_CALL = 1_400  # a worker's memory per call of its longest rank (pool.py)
 CHUNK_BYTES = 256 * 1024  # OTF2's smallest chunk: an archive holds one per location it writes
 
 

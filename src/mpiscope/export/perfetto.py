@@ -36,7 +36,7 @@ from mpiscope.trace import Trace as MTrace
 from mpiscope.trace import open_trace
 
 BATCH = 20_000  # packets per serialized batch
-BYTES_PER_CALL = 1_100  # a worker's memory per call of its longest rank (pool.py)
+BYTES_PER_CALL = 750  # a worker's memory per call of its longest rank (pool.py)
 COUNTER_BINS = 1000  # time bins of the byte counters over the whole trace
 CLEARED = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 __all__ = ["ARGS", "export_perfetto", "uuid", "with_flows"]  # ARGS, uuid: chrome.py, tests

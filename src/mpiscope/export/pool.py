@@ -24,9 +24,9 @@ from mpiscope.machine import available_memory
 R = TypeVar("R")
 INLINE_EVENTS = 200_000  # below this many events a trace is exported in this process
 # A process holds its interpreter and libraries, the messages of a batch of ranks (tables.py),
-# and one rank's records at a time: 64 ranks of 0.1 M and of 1.04 M calls each, one process,
-# peaked at 0.64 and 2.13 GB in OTF2 (1,590 bytes per call of the rank above the base), 0.53 and
-# 1.48 GB in Perfetto (1,020).
+# and one rank's records at a time. One process, ranks of 1.04 M calls (64 ranks) and of 4.17 M
+# (16 ranks): OTF2 peaked at 2.27 and 6.17 GB (1,250 bytes per call of the rank above ~1 GB),
+# Perfetto at 1.48 and 3.43 GB (620); otf2.py and perfetto.py keep a margin.
 BASE_BYTES = 512 << 20
 
 
