@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         report, code = run_one(ex, launcher, args.ranks, args.out / ex.name)
         reports.append((ex.name, report))
         worst = worst or code
-    output.text("\n[bold]Reports[/bold] (open in a browser; mpiscope view DIR serves any trace size):")
+    output.text("\n[bold]Reports[/bold] (open in a browser; mpiscope view DIR serves every call of a trace "
+                "too big for one page):")
     for name, report in reports:
         output.text(f"  {name:8s} {report.resolve()}")
     return worst
