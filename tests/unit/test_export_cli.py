@@ -158,7 +158,7 @@ def test_export_bigger_than_the_free_space_is_refused_before_writing(
 
 @pytest.mark.parametrize("fmt", ["otf2", "perfetto"])
 def test_workers_that_the_memory_cannot_hold_are_not_started(
-    halo: Trace, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+    halo: Trace, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Each worker holds one rank at a time: as many start as the memory holds with the longest
     rank (here one: the export runs in this process), and none is refused in one sentence."""
@@ -171,6 +171,7 @@ def test_workers_that_the_memory_cannot_hold_are_not_started(
     monkeypatch.setattr(pool, "available_memory", lambda: 2 * one - 1)
     monkeypatch.setattr(pool, "ProcessPoolExecutor", None)  # a started worker would fail here
     EXPORTERS[fmt](halo, tmp_path / "out", workers=2)
+    assert "runs on 1 process instead of 2" in capsys.readouterr().err
     monkeypatch.setattr(pool, "available_memory", lambda: one - 1)
     with pytest.raises(UsageError) as e:
         EXPORTERS[fmt](halo, tmp_path / "again", workers=2)

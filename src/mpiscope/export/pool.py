@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from mpiscope import output
 from mpiscope.errors import UsageError
 from mpiscope.export import Progress
 from mpiscope.export.tables import MESSAGE_BATCH, MESSAGE_BYTES_PER_CALL
@@ -84,7 +85,12 @@ def fitting_workers(what: str, spans: Sequence[tuple[int, int]], workers: int, b
         raise UsageError(f"{what} holds one rank's calls at a time, and rank {rank} has {longest:,}: about "
                          f"{need / 2**30:.1f} GiB, and {have / 2**30:.1f} GiB is available; export on a machine "
                          f"with more memory, or record a part of the run (MPI_Pcontrol)")
-    return max(1, min(workers, have // need))
+    fitting = max(1, min(workers, have // need))
+    if fitting < workers:
+        output.warn(f"{what} runs on {fitting} process{'es' if fitting > 1 else ''} instead of {workers}: each holds "
+                    f"rank {rank}'s {longest:,} calls, about {need / 2**30:.1f} GiB, and {have / 2**30:.1f} GiB "
+                    f"is available")
+    return fitting
 
 
 def run_groups(
