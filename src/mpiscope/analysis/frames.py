@@ -141,7 +141,7 @@ BYTES_PER_EVENT = 230
 def load_frames(trace: Trace, what: str = "the diagnosis") -> Frames:
     """The diagnosis' columns of a trace (events, messages), in memory: said in one sentence
     (`what` holds them) when the machine cannot hold them, rather than killed for it."""
-    require_memory(what, int(trace.manifest.get("counts", {}).get("events", 0)), BYTES_PER_EVENT, trace.path)
+    require_memory(what, trace.event_count, BYTES_PER_EVENT, trace.path)
     f = frames_from(_read(trace, "events", EVENT_COLUMNS + OPTIONAL_EVENT_COLUMNS),
                     _read(trace, "messages", MESSAGE_COLUMNS),
                     trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown export format {args.format!r}; choose one of {', '.join(FORMATS)}")
     check_output(args.out, args.force, args.format in DIRECTORY_FORMATS)  # before a merge, not after
     trace = open_trace(args.trace_dir)
-    events = int(trace.manifest.get("counts", {}).get("events", 0)) or None
+    events = trace.event_count or None
     check_room(args.out, args.format, events or 0)
     with output.progress(f"export {args.format}", total=events) as bar:
 

@@ -143,8 +143,7 @@ def build_report(
     tile_max: int = timeline.EVENT_TILE_MAX,
     with_diagnosis: bool = True,
 ) -> Report:
-    require_memory("the report", int(trace.manifest.get("counts", {}).get("events", 0)), BYTES_PER_EVENT,
-                   trace.path)
+    require_memory("the report", trace.event_count, BYTES_PER_EVENT, trace.path)
     start, t = time.perf_counter(), Stages()
     # The diagnosis (Polars) runs beside the binning (NumPy): both release the GIL.
     with ThreadPoolExecutor(max_workers=1) as pool:

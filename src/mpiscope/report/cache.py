@@ -142,8 +142,7 @@ def _index(trace: Trace, dest: Path, tile_max: int, rows: int) -> tuple[dict[str
 def build(trace: Trace, tile_max: int = timeline.EVENT_TILE_MAX) -> dict[str, Any]:
     """Write the cache (into a temporary directory beside it, then renamed); returns its meta."""
     final = cache_dir(trace)
-    require_memory("the view's index", int(trace.manifest.get("counts", {}).get("events", 0)),
-                   INDEX_BYTES_PER_EVENT, trace.path)
+    require_memory("the view's index", trace.event_count, INDEX_BYTES_PER_EVENT, trace.path)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".view-", dir=final.parent))

@@ -146,8 +146,7 @@ def _check_sizes(m: pl.DataFrame) -> None:
 
 def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
     """The trace as replay actions; compute gaps become ref_flops per second of recorded time."""
-    require_memory("the replay", int(trace.manifest.get("counts", {}).get("events", 0)), REPLAY_BYTES_PER_EVENT,
-                   trace.path)
+    require_memory("the replay", trace.event_count, REPLAY_BYTES_PER_EVENT, trace.path)
     ev = trace.events().select("event", "rank", pl.col("call").cast(pl.Utf8), "t_enter_ns", "t_leave_ns",
                                "comm", "root", "bytes", "coll_id", "completed_by").collect()
     ev = _persistent_as_nonblocking(trace, ev.sort("rank", "event"))

@@ -76,6 +76,11 @@ class Trace:
                               .alias(column)).drop("_named"))
 
     @property
+    def event_count(self) -> int:
+        """Calls in the events table, as the merge counted them (0 in a manifest without counts)."""
+        return int(self.manifest.get("counts", {}).get("events", 0))
+
+    @property
     def ranks(self) -> int:
         return int(self.manifest.get("ranks", 0))
 

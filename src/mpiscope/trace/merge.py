@@ -154,22 +154,21 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
         # records: 3.3 s, in pieces on 2 workers 5.3 s); an MPI job's ranks are there to merge pieces
         return mpi_size() <= 1 and BASE_BYTES + sum(records.values()) * PEAK_BYTES_PER_RECORD <= budget
 
+    in_memory = fits(records)
+    files: list[RankFile] = []  # a merge in pieces keeps what it needs of the whole trace (no records)
+    missing: dict[int, str] = {}
+    if not in_memory:
+        # the files' sizes on disk overestimate (partly filled blocks): count their records
+        files, missing = _read_ranks(trace_dir, calls, records=records)
+        in_memory = fits(records)
+    _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     # Freed arrays are kept for reuse (reused_heap) where one process does all the work: in memory
     # (whatever --workers says), or its pieces one after the other; merging workers were slower
     # with it (100 M records, 2 workers: 24.4 -> 26.4-28.8 s).
-    if fits(records):
-        _check_disk(trace_dir, sum(records.values()), False, delete_raw)
-        with reused_heap():
-            return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-    # the files' sizes on disk overestimate (partly filled blocks): count their records
-    files, missing = _read_ranks(trace_dir, calls, records=records)
-    _check_disk(trace_dir, sum(records.values()), not fits(records), delete_raw)
-    if fits(records):
-        del files
-        with reused_heap():
-            return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-    alone = mpi_size() <= 1 and Tasks.count(workers) == 1
+    alone = in_memory or (mpi_size() <= 1 and Tasks.count(workers) == 1)
     with reused_heap() if alone else nullcontext():
+        if in_memory:
+            return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
         return _merge_pieces(trace_dir, manifest, calls, files, missing, records, budget, workers, delete_raw, t0)
 
 
