@@ -28,6 +28,7 @@ EXAMPLES = {
     "comms": [],
     "threads": ["3", "5"],
     "rma": [],
+    "checkpoint": ["2", "65536", "1", "1"],
 }
 
 

@@ -209,6 +209,27 @@ def test_trace_compute_gaps_scale_with_node_speed(run_traced: Callable[..., Trac
     assert slow["simulated_time_s"] > 10 * fast["simulated_time_s"]
 
 
+def test_mpi_io_time_is_replayed_as_local_time(run_traced: Callable[..., Trace]) -> None:
+    """File I/O is not simulated: each MPI-IO call's time stays its rank's, beside the time outside
+    MPI, so that no rank finishes before its recorded computation and I/O (examples/checkpoint.c)."""
+    from mpiscope.sim.replay import trace_actions
+
+    trace = run_traced("checkpoint", 4, args=["4", "1048576", "2", "5"])
+    ev = trace.events().with_columns(pl.col("call").cast(pl.Utf8)).sort("rank", "event").collect()
+    io = ev.filter(pl.col("call").str.starts_with("MPI_File_"))
+    assert io.height > 0
+    notes = trace_actions(trace).notes
+    assert any(f"{io.height} MPI-IO calls are replayed as the time they took" in n for n in notes), notes
+    # per rank: time outside MPI between its calls plus its time in MPI-IO, a lower bound of the replay
+    local = (ev.with_columns(prev=pl.col("t_leave_ns").cum_max().shift(1).over("rank"),
+                             io=pl.col("call").str.starts_with("MPI_File_"))
+             .group_by("rank").agg(((pl.col("t_enter_ns") - pl.col("prev")).clip(lower_bound=0).sum()
+                                    + (pl.col("t_leave_ns") - pl.col("t_enter_ns")).filter("io").sum()).alias("ns")))
+    r = sim("--network", "torus:2x2", "--trace", str(trace.path))
+    assert r["simulated_time_s"] >= 0.999 * int(local["ns"].max()) / 1e9
+    assert any("MPI-IO" in n for n in r["notes"])
+
+
 def test_measured_compute_of_a_program(tmp_path: Path) -> None:
     busy = tmp_path / "busy.c"
     busy.write_text("#include <mpi.h>\n#include <time.h>\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mpiscope.analysis.findings import comm_bound_finding, hot_spot_findings
+from mpiscope.analysis.findings import comm_bound_finding, file_io_finding, hot_spot_findings
 from mpiscope.analysis.hotspots import HotSpot
 
 TIMES = pl.DataFrame({"rank": [0, 1], "app_ns": [1_000, 1_000], "mpi_ns": [900, 800]})
@@ -25,6 +25,16 @@ def test_busy_run_on_one_host_does_not_suggest_placement():
 
 def test_a_run_that_mostly_waits_is_not_communication_bound():
     assert comm_bound_finding(TIMES, {0: 800, 1: 700}, "t", hosts=2) is None
+
+
+def test_time_in_mpi_io_is_file_io_not_communication():
+    """A run whose time in MPI is mostly MPI-IO is not communication-bound: the file I/O is its own finding."""
+    writing = TIMES.with_columns(pl.Series("io_ns", [700, 600]))
+    assert comm_bound_finding(writing, {0: 100}, "t", hosts=2) is None
+    f = file_io_finding(writing, ("MPI_File_write_at_all", "main (app.c:12)", 1_300))
+    assert f is not None and f.kind == "file_io" and f.seconds == 1_300 / 1e9 and f.ranks == [0, 1]
+    assert "65 % of their time in MPI-IO" in f.text and "MPI_File_write_at_all at main (app.c:12)" in f.text
+    assert file_io_finding(TIMES.with_columns(pl.lit(0).alias("io_ns")), None) is None
 
 
 def test_hot_spot_of_little_traffic_is_a_finding_only_where_others_waited():

@@ -26,7 +26,7 @@ from mpiscope.analysis.waitstates import (
     waited_by_rank,
 )
 from mpiscope.errors import UsageError
-from mpiscope.trace import Trace
+from mpiscope.trace import Trace, file_io_calls
 from mpiscope.trace.placement import Crowded, cpus_known, oversubscribed
 
 SCHEMA = "mpiscope.diagnose/1"
@@ -66,7 +66,8 @@ class Diagnosis:
             "critical_path": self.critical_path.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "per_rank": [{"rank": r["rank"], "app_seconds": r["app_ns"] / 1e9, "mpi_seconds": r["mpi_ns"] / 1e9,
-                          "wait_seconds": r["wait_ns"] / 1e9} for r in self.per_rank.iter_rows(named=True)],
+                          "io_seconds": r["io_ns"] / 1e9, "wait_seconds": r["wait_ns"] / 1e9}
+                         for r in self.per_rank.iter_rows(named=True)],
             "notes": self.notes,
             "oversubscribed": self.oversubscribed.to_json() if self.oversubscribed else None,
         }
@@ -77,6 +78,17 @@ def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
     hosts = len(set(trace.manifest.get("hosts", {}).values()))
     crowded = oversubscribed(trace.manifest) if cpus_known(trace.manifest) else None
     return diagnose_frames(load_frames(trace), eager_limit, hosts, crowded)
+
+
+def longest_io(f: Frames) -> tuple[str, str, int] | None:
+    """(call, call site, ns summed over the ranks) of the MPI-IO call site that took longest, or None."""
+    io = f.code_table(frozenset(file_io_calls(f.call_names)))[f.call_codes()]
+    if not io.any():
+        return None
+    top = (f.events.filter(pl.Series(io)).group_by("call", "callsite")
+           .agg((pl.col("t_leave_ns") - pl.col("t_enter_ns")).sum().alias("ns"))
+           .sort("ns", "call", "callsite", descending=[True, False, False], nulls_last=True).row(0))
+    return str(top[0]), str(top[1] or "?"), int(top[2] or 0)
 
 
 def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0,
@@ -98,7 +110,7 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
     except UsageError as e:
         imbalance = None
         notes.append(f"no load-imbalance phases: {e}")
-    per_rank = times.select("rank", "app_ns", "mpi_ns").with_columns(
+    per_rank = times.select("rank", "app_ns", "mpi_ns", "io_ns").with_columns(
         pl.Series("wait_ns", waited_by_rank(waits, times.height))).sort("rank")
     spots = hot_spots(f)
     trace = str(f.path)
@@ -106,6 +118,6 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
         run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
         hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded,
-                                                 unattributed_ns(f, waits)), notes=notes,
+                                                 unattributed_ns(f, waits), longest_io(f)), notes=notes,
         oversubscribed=oversubscribed_finding(times, crowded or ()),
     )

@@ -266,7 +266,8 @@ def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
     one-sided synchronisation: waitstates.unattributed_ns), by kind: not busy, and said so."""
     app = int(times["app_ns"].sum())
     other = {k: v for k, v in (unattributed or {}).items() if v > 0}
-    busy = max(int(times["mpi_ns"].sum()) - sum(wait_ns.values()) - sum(other.values()), 0)
+    # time in MPI-IO is file I/O, said by its own finding: a run that writes much is not communication-bound
+    busy = max(int(times["mpi_ns"].sum()) - sum(wait_ns.values()) - sum(other.values()) - _io_ns(times), 0)
     if app <= 0 or busy < COMM_BOUND_SHARE * app:
         return None
     text = (f"the ranks spend {100 * busy / app:.0f} % of their time in MPI without waiting for each other "
@@ -285,6 +286,31 @@ def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
                   f"{trace} --network torus:XxYxZ; or send fewer, larger messages")
     return Finding("communication_bound", text, busy / 1e9, times["rank"].to_list(), advice,
                    {"mpi_busy_pct": 100 * busy / app})
+
+
+def _io_ns(times: pl.DataFrame) -> int:
+    """Time in MPI-IO summed over the ranks (rank_times' io_ns; 0 in tables without it)."""
+    return int(times["io_ns"].sum()) if "io_ns" in times.columns else 0
+
+
+FILE_IO_ADVICE = ("write less often or less; write collectively (the MPI_File_*_all calls let the MPI gather "
+                  "the ranks' pieces into few large requests) or start the writes without waiting "
+                  "(MPI_File_iwrite_at_all) and compute meanwhile; the file system's bandwidth bounds the rest")
+
+
+def file_io_finding(times: pl.DataFrame, longest: tuple[str, str, int] | None) -> Finding | None:
+    """Time in MPI-IO calls: file I/O, which a tracer that does not record them counts as computation.
+    `longest`: (call, call site, ns summed over the ranks) of the MPI-IO call site that took longest."""
+    io, app = _io_ns(times), int(times["app_ns"].sum())
+    if app <= 0 or io <= 0:
+        return None
+    text = (f"the ranks spent {100 * io / app:.0f} % of their time in MPI-IO ({fmt_s(io / 1e9)} of "
+            f"{fmt_s(app / 1e9)} summed over the ranks): file I/O, neither computation nor communication")
+    if longest:
+        call, site, ns = longest
+        text += f"; the longest: {fmt_s(ns / 1e9)} in {call} at {short_site(site)}"
+    ranks = times.filter(pl.col("io_ns") > 0)["rank"].to_list()
+    return Finding("file_io", text, io / 1e9, ranks, FILE_IO_ADVICE, {"io_pct": 100 * io / app})
 
 
 # What to do about time that waits for other ranks without a pattern naming whom (unattributed_ns' kinds)
@@ -343,9 +369,11 @@ def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> F
 
 def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
                    trace: str, hosts: int = 0, crowded: Sequence[Crowded] | None = None,
-                   unattributed: dict[str, int] | None = None) -> list[Finding]:
+                   unattributed: dict[str, int] | None = None,
+                   longest_io: tuple[str, str, int] | None = None) -> list[Finding]:
     """All findings, largest first; `hosts`: the run's hosts (0: not known); `crowded`: the
-    hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known)."""
+    hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known);
+    `longest_io`: file_io_finding's."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
     caused = (waits.filter(pl.col("pattern").cast(pl.Utf8).is_in(POINT_TO_POINT_WAITS))
@@ -356,7 +384,8 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     bound = comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed)
     # the communication-bound finding names the unattributed time where it is made; else it is its own
     for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None, bound,
-                  None if bound else unattributed_finding(times, unattributed, trace)):
+                  None if bound else unattributed_finding(times, unattributed, trace),
+                  file_io_finding(times, longest_io)):
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9

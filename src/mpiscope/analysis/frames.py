@@ -17,7 +17,7 @@ import polars as pl
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.errors import TraceCorrupt
 from mpiscope.machine import require_memory
-from mpiscope.trace import START_CALLS, Trace
+from mpiscope.trace import START_CALLS, Trace, file_io_calls
 
 # Not communication: stats.py leaves them out of the time in MPI too.
 ENV_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol")
@@ -176,7 +176,8 @@ def in_mpi_ns(f: Frames) -> I64:
 def rank_times(f: Frames) -> pl.DataFrame:
     """Per rank: t_start_ns (leave of MPI_Init, else first entry), t_end_ns (entry of
     MPI_Finalize, else last leave), mpi_ns (wall time in calls other than ENV_CALLS, on any of
-    its threads: busy.py) and app_ns, as stats.py counts them; null times for a rank without events."""
+    its threads: busy.py), io_ns (the part of it in MPI-IO calls) and app_ns, as stats.py counts
+    them; null times for a rank without events."""
     enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
     codes, rank = f.call_codes(), f.column("rank")
     bounds = np.searchsorted(rank, np.arange(f.ranks + 1))  # events are in rank order
@@ -194,9 +195,12 @@ def rank_times(f: Frames) -> pl.DataFrame:
     end = np.where(fin_enter >= 0, fin_enter, last_leave)
     # a folded polling loop's time inside its calls is counted from its entry (its calls' own times
     # are not kept)
-    mpi = union_by_rank(rank, enter, enter + in_mpi_ns(f), f.ranks)
+    in_mpi = in_mpi_ns(f)
+    mpi = union_by_rank(rank, enter, enter + in_mpi, f.ranks)
+    io = f.code_table(frozenset(file_io_calls(f.call_names)))[codes]
+    io_ns = union_by_rank(rank, enter, enter + np.where(io, in_mpi, 0), f.ranks) if io.any() else np.zeros(f.ranks, np.int64)
     return pl.DataFrame({
         "rank": np.arange(f.ranks, dtype=np.int32), "t_start_ns": start, "t_end_ns": end,
-        "mpi_ns": mpi, "app_ns": np.where(has, np.maximum(end - start, 0), 0),
+        "mpi_ns": mpi, "io_ns": io_ns, "app_ns": np.where(has, np.maximum(end - start, 0), 0),
         "has": has,
     }).with_columns(pl.when(pl.col("has")).then(pl.col("t_start_ns", "t_end_ns"))).drop("has")

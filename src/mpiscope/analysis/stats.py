@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
-from mpiscope.trace import START_CALLS, Trace
+from mpiscope.trace import START_CALLS, Trace, file_io_calls
 from mpiscope.trace.placement import oversubscribed
 
 ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
@@ -127,6 +127,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("t_enter_ns").min().alias("t_first"),
         pl.col("t_leave_ns").max().alias("t_last"),
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
+        pl.col("dur_ns").filter(calls_in(file_io_calls(names))).sum().alias("io_time_ns"),  # in mpi_time_ns
         pl.col("count").filter(~pl.col("env")).sum().alias("calls"),  # as the per-call table counts them
         # a Startall of several persistent collectives has no coll_id but their bytes (merge.py)
         pl.col("bytes").filter(collective).sum().alias("collective_bytes_sent"),
@@ -149,7 +150,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
             (pl.coalesce("t_fin", "t_last") - pl.coalesce("t_start", "t_first")).alias("app_time_ns"))
         .with_columns((pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
                       (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
-        .select("rank", "app_time_ns", "mpi_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
+        .select("rank", "app_time_ns", "mpi_time_ns", "io_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
                 pl.col("threads").fill_null(0),
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
                                                    "bytes_received", "collective_bytes_sent",

@@ -7,6 +7,8 @@ import re
 
 from otf2.enums import CollectiveOp, RegionRole
 
+from mpiscope.trace import FILE_IO_PREFIX
+
 # MPI_Ibcast_c, MPI_Bcast_init, MPI_Ineighbor_allgather -> bcast, bcast, neighbor_allgather
 _BASE = re.compile(
     r"^MPI_(?:I(?=[a-z]*(?:barrier|bcast|gather|scatter|reduce|all|scan|exscan|neighbor)))?"
@@ -73,4 +75,6 @@ def region_role(call: str) -> RegionRole:
         return RegionRole.ATOMIC
     if _P2P.match(call):
         return RegionRole.POINT2POINT
+    if call.startswith(FILE_IO_PREFIX):  # as Score-P marks its MPI-IO regions
+        return RegionRole.FILE_IO
     return RegionRole.FUNCTION

@@ -26,7 +26,7 @@ import polars as pl
 from mpiscope.errors import SimError
 from mpiscope.machine import require_memory
 from mpiscope.mapping.patterns import Pattern
-from mpiscope.trace import START_CALLS, Trace
+from mpiscope.trace import FILE_IO_PREFIX, START_CALLS, Trace
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
 MAX_COMMS = 4096          # MAX_COMMS in replay.c
@@ -151,6 +151,13 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
                                "comm", "root", "bytes", "coll_id", "completed_by").collect()
     ev = _persistent_as_nonblocking(trace, ev.sort("rank", "event"))
     notes: list[str] = []
+    # File I/O is not simulated: an MPI-IO call's time stays in the gap around it, local time of its rank
+    io = pl.col("call").str.starts_with(FILE_IO_PREFIX)
+    n_io = ev.filter(io).height
+    if n_io:
+        ev = ev.filter(~io)
+        notes.append(f"{n_io} MPI-IO calls are replayed as the time they took, as computation of their rank "
+                     f"(file I/O is not simulated)")
     # Time outside MPI before each call: the rank's computation (threads overlap: use the latest exit).
     gaps = (ev.with_columns(prev=pl.col("t_leave_ns").cum_max().shift(1).over("rank"))
             .filter(pl.col("t_enter_ns") > pl.col("prev"))

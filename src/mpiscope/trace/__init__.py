@@ -22,6 +22,14 @@ TABLES = ("events", "messages", "collectives", "comms")
 # The calls that start persistent requests. One that starts a persistent collective is that rank's
 # part in its instance (coll_id), named in collectives.parquet by its *_init call.
 START_CALLS = ("MPI_Start", "MPI_Startall")
+# MPI-IO: every function of the standard's chapter 14 and no other is named so. Their time is file
+# I/O, neither computation nor communication.
+FILE_IO_PREFIX = "MPI_File_"
+
+
+def file_io_calls(names: list[str]) -> list[str]:
+    """The MPI-IO calls among `names`."""
+    return [n for n in names if n.startswith(FILE_IO_PREFIX)]
 
 
 @dataclass(frozen=True)

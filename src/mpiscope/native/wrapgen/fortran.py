@@ -18,7 +18,7 @@ import re
 from parts import LEFT, TableError, inplace_buffer, parts
 
 HANDLES = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Op": "Op", "MPI_Info": "Info",
-           "MPI_Group": "Group", "MPI_Win": "Win", "MPI_Request": "Request", "MPI_Message": "Message"}
+           "MPI_Group": "Group", "MPI_Win": "Win", "MPI_Request": "Request", "MPI_Message": "Message", "MPI_File": "File"}
 SPELLINGS = ["{l}", "{l}_", "{l}__", "{u}"]
 
 
@@ -55,6 +55,8 @@ def _fortran_param(decl: str, name: str) -> tuple[str, list[str], list[str]]:
         return f"const MPI_Fint *{f}", [f"const int *{name} = (const int *){f};"], []
     if base == "MPI_Aint" and shape == "scalar":
         return f"MPI_Aint *{f}", [f"MPI_Aint {name} = *{f};"], []
+    if base == "MPI_Offset" and shape == "scalar":  # INTEGER(KIND=MPI_OFFSET_KIND)
+        return f"MPI_Offset *{f}", [f"MPI_Offset {name} = *{f};"], []
     if base == "MPI_Aint" and shape == "array":
         return f"const MPI_Aint *{f}", [f"const MPI_Aint *{name} = {f};"], []
     if base == "MPI_Status" and shape == "pointer":
@@ -135,5 +137,6 @@ def fortran_wrapper(entry: dict) -> str:
 def fortran_code(table: list[dict]) -> list[str]:
     head = ["/* generated from calls.toml by gen.py (fortran.py); do not edit */",
             '#include "fortran.h"', "#if MSC_HAVE_FORTRAN", ""]
-    wrapped = [e for e in table if (not e.get("hand") or e.get("fortran")) and e["mpi"] < "4"]
+    wrapped = [e for e in table if (not e.get("hand") or e.get("fortran")) and e.get("fortran", True)
+               and e["mpi"] < "4"]
     return head + [fortran_wrapper(e) for e in wrapped] + ["#endif"]

@@ -70,6 +70,8 @@ def role_of(entry: dict) -> str:
     if "persistent" in entry:
         return "p" + entry["persistent"] + "_init"
     family = entry["family"]
+    if family == "io":  # to the merge a file call is one call of this rank, as local ones are
+        return "local"
     if family in SEQ_FAMILIES:
         return "coll"
     if "create" in entry:
