@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import MPICH, mpiscope_cli, require
 
 from mpiscope.analysis.diagnose import diagnose
+from mpiscope.report.source import FAMILIES, call_vocab
 
 N = 4
 ITERATIONS, BYTES, EVERY = 6, 65536, 3
@@ -64,6 +65,11 @@ def test_mpi_io_time_is_file_io_in_stats_diagnosis_and_otf2(run_traced, tmp_path
     assert {r: per_rank[r]["io_time_ns"] for r in range(N)} == io_ns
     shown = mpiscope_cli(["stats", str(t.path)], env={"COLUMNS": "220"})
     assert "of it MPI-IO" in shown.stdout
+
+    # the report's time-line and bars draw it in a family of its own
+    names, codes = call_vocab(t)
+    io_code = FAMILIES.index("file I/O")
+    assert {n for n, c in zip(names, codes) if c == io_code} == {n for n in names if n.startswith("MPI_File_")}
 
     d = diagnose(t).to_json()
     # one thread per rank: the union of a rank's MPI-IO calls is their sum

@@ -17,9 +17,9 @@ import polars as pl
 from mpiscope.errors import TraceCorrupt
 from mpiscope.trace import Trace
 
-FAMILIES = ["p2p", "collective", "one-sided", "wait/test", "other"]
-# The manifest's call families (calls.toml) -> the page's five; anything else is "other".
-FAMILY_CODE = {"p2p": 0, "coll": 1, "nbc": 1, "pcoll": 1, "neighbor": 1, "rma": 2, "completion": 3}
+FAMILIES = ["p2p", "collective", "one-sided", "wait/test", "other", "file I/O"]
+# The manifest's call families (calls.toml) -> the page's six; anything else is "other".
+FAMILY_CODE = {"p2p": 0, "coll": 1, "nbc": 1, "pcoll": 1, "neighbor": 1, "rma": 2, "completion": 3, "io": 5}
 OTHER = 4
 
 

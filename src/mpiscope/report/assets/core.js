@@ -4,7 +4,7 @@
 const MS = {};
 
 // Okabe-Ito colours: told apart by colour-blind readers too. Index = family code (protocol `families`).
-MS.FAMILY_COLORS = ["#0072B2", "#D55E00", "#CC79A7", "#E69F00", "#8C8C8C"];
+MS.FAMILY_COLORS = ["#0072B2", "#D55E00", "#CC79A7", "#E69F00", "#8C8C8C", "#009E73"];
 MS.FAMILY_RGB = MS.FAMILY_COLORS.map((c) => [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16)));
 
 MS.el = function (tag, attrs, ...children) {

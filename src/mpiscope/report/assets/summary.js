@@ -126,7 +126,7 @@ MS.perFamily = function (data, rank) {
   if (!pf) return null;
   const row = Array.isArray(pf) ? pf[rank] : pf[String(rank)];
   if (!row) return null;
-  if (Array.isArray(row)) return row.slice(0, 5).map(Number);
+  if (Array.isArray(row)) return row.slice(0, MS.FAMILY_COLORS.length).map(Number);
   const fams = data.families || [];
   if (row.ns && Array.isArray(row.ns)) return row.ns.map(Number);
   return fams.map((f) => Number(row[f] || row[`${f}_ns`] || 0));
@@ -140,7 +140,7 @@ MS.renderRankBars = function (host, data) {
     const parts = pf ? [r.outside_mpi_ns || 0, ...pf] : [r.outside_mpi_ns || 0, r.mpi_time_ns || 0];
     return { label: String(r.rank), parts, note: `${MS.fmtPct(r.mpi_pct || 0)} MPI · ${MS.fmtDur(r.app_time_ns)}` };
   });
-  const withFam = rows.length && rows[0].parts.length === 6;
+  const withFam = rows.length && rows[0].parts.length === 1 + MS.FAMILY_COLORS.length;
   MS.charts.rankBars(host, rows, {
     label: "computation and MPI time per rank",
     names: withFam ? ["computation", ...fams.map((f) => `MPI: ${f}`)] : ["computation", "MPI"],

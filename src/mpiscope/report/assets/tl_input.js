@@ -164,7 +164,7 @@ Object.assign(MS.Timeline.prototype, {
   hitBin(x, y) {
     const g = this.g, L = g.layout, f = this.frame, row = Math.floor((y - g.top) / L.rowH);
     const col = Math.floor(x - g.x0), n = L.ranksIn(row), o = (row * g.cols + col) * MS.paint.NF;
-    const shares = [0, 1, 2, 3, 4].map((k) => this.acc[o + k] / (255 * n));
+    const shares = Array.from({ length: MS.paint.NF }, (_, k) => this.acc[o + k] / (255 * n));
     const t0 = this.tOfDev(g.x0 + col), t1 = this.tOfDev(g.x0 + col + 1);
     const item = { kind: "bin", rank: L.firstRank(row), ranks: n, t0, t1, shares, bytes: 0, msgs: 0, starts: 0 };
     for (const tile of f.binTiles || []) {

@@ -7,7 +7,7 @@
 "use strict";
 
 MS.paint = {};
-const NF = 5;                       // families
+const NF = MS.FAMILY_COLORS.length; // families
 MS.paint.NF = NF;
 
 // Column segments of the bins of tile(s) over the view: for each visible bin, the pixel columns
@@ -37,7 +37,7 @@ MS.paint.binSegments = function (tiles, vs, ve, cols) {
 // acc[(row*cols + col)*NF + f] += share of family f, for the ranks of each pixel row.
 MS.paint.accumulateBins = function (acc, tiles, seg, layout, cols) {
   acc.fill(0);
-  const shares = tiles.map((t) => [0, 1, 2, 3, 4].map((f) => t.tables.bins.cols[`share${f}`]));
+  const shares = tiles.map((t) => Array.from({ length: NF }, (_, f) => t.tables.bins.cols[`share${f}`]));
   const nbs = tiles.map((t) => t.attrs.bins);
   for (let r = 0; r < layout.ranks; r++) {
     const base = layout.rowOf(r) * cols * NF;
@@ -45,7 +45,7 @@ MS.paint.accumulateBins = function (acc, tiles, seg, layout, cols) {
       const ti = seg.tile[s], sh = shares[ti], i = r * nbs[ti] + seg.bin[s], w = seg.w[s];
       const o = base + seg.col[s] * NF;
       acc[o] += sh[0][i] * w; acc[o + 1] += sh[1][i] * w; acc[o + 2] += sh[2][i] * w;
-      acc[o + 3] += sh[3][i] * w; acc[o + 4] += sh[4][i] * w;
+      acc[o + 3] += sh[3][i] * w; acc[o + 4] += sh[4][i] * w; acc[o + 5] += sh[5][i] * w;
     }
   }
 };
@@ -145,13 +145,14 @@ MS.paint.paintRows = function (img, acc, layout, cols, bgColors, events) {
       continue;
     }
     for (let x = 0, o = abase; x < cols; x++, o += NF) {
-      const s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3], s4 = acc[o + 4];
-      const tot = s0 + s1 + s2 + s3 + s4;
+      // unrolled over the NF = 6 families (the inner loop of every frame)
+      const s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3], s4 = acc[o + 4], s5 = acc[o + 5];
+      const tot = s0 + s1 + s2 + s3 + s4 + s5;
       if (tot <= 0) { line[x] = bg; continue; }
       const k = Math.max(floor, Math.min(1, tot / div)), w = k / tot, inv = 1 - k;
-      const r = (fr[0] * s0 + fr[3] * s1 + fr[6] * s2 + fr[9] * s3 + fr[12] * s4) * w + bgr * inv;
-      const g = (fr[1] * s0 + fr[4] * s1 + fr[7] * s2 + fr[10] * s3 + fr[13] * s4) * w + bgg * inv;
-      const b = (fr[2] * s0 + fr[5] * s1 + fr[8] * s2 + fr[11] * s3 + fr[14] * s4) * w + bgb * inv;
+      const r = (fr[0] * s0 + fr[3] * s1 + fr[6] * s2 + fr[9] * s3 + fr[12] * s4 + fr[15] * s5) * w + bgr * inv;
+      const g = (fr[1] * s0 + fr[4] * s1 + fr[7] * s2 + fr[10] * s3 + fr[13] * s4 + fr[16] * s5) * w + bgg * inv;
+      const b = (fr[2] * s0 + fr[5] * s1 + fr[8] * s2 + fr[11] * s3 + fr[14] * s4 + fr[17] * s5) * w + bgb * inv;
       line[x] = (0xff000000 | ((b + 0.5) << 16) | ((g + 0.5) << 8) | (r + 0.5)) >>> 0;
     }
     for (let y = y0; y < y0 + hh; y++) img.set(line, y * cols);
