@@ -63,8 +63,11 @@ def test_mpi_io_time_is_file_io_in_stats_diagnosis_and_otf2(run_traced, tmp_path
     assert done.returncode == 0, done.stderr
     per_rank = {r["rank"]: r for r in json.loads(done.stdout)["per_rank"]}
     assert {r: per_rank[r]["io_time_ns"] for r in range(N)} == io_ns
+    # each rank wrote its block at each checkpoint and read it back four ways (the split read's end: 0 B)
+    assert all(per_rank[r]["io_bytes_written"] == CHECKPOINTS * BYTES for r in range(N))
+    assert all(per_rank[r]["io_bytes_read"] == 4 * BYTES for r in range(N))
     shown = mpiscope_cli(["stats", str(t.path)], env={"COLUMNS": "220"})
-    assert "of it MPI-IO" in shown.stdout
+    assert "of it MPI-IO" in shown.stdout and "file written" in shown.stdout
 
     # the report's time-line and bars draw it in a family of its own
     names, codes = call_vocab(t)

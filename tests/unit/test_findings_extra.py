@@ -34,7 +34,13 @@ def test_time_in_mpi_io_is_file_io_not_communication():
     f = file_io_finding(writing, ("MPI_File_write_at_all", "main (app.c:12)", 1_300))
     assert f is not None and f.kind == "file_io" and f.seconds == 1_300 / 1e9 and f.ranks == [0, 1]
     assert "65 % of their time in MPI-IO" in f.text and "MPI_File_write_at_all at main (app.c:12)" in f.text
+    assert "write collectively" in f.suggestion
     assert file_io_finding(TIMES.with_columns(pl.lit(0).alias("io_ns")), None) is None
+    # mostly opening, closing and syncing: other advice
+    meta = file_io_finding(writing, ("MPI_File_sync", "main (app.c:20)", 900), moving_share=0.25)
+    assert meta is not None and "75 % of it opening, closing, syncing or resizing files" in meta.text
+    assert "open each file once" in meta.suggestion
+    assert "opening" not in file_io_finding(writing, ("MPI_File_sync", "s", 900), moving_share=0.75).text
 
 
 def test_hot_spot_of_little_traffic_is_a_finding_only_where_others_waited():

@@ -80,15 +80,20 @@ def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
     return diagnose_frames(load_frames(trace), eager_limit, hosts, crowded)
 
 
-def longest_io(f: Frames) -> tuple[str, str, int] | None:
-    """(call, call site, ns summed over the ranks) of the MPI-IO call site that took longest, or None."""
-    io = f.code_table(frozenset(file_io_calls(f.call_names)))[f.call_codes()]
+def file_io(f: Frames) -> tuple[tuple[str, str, int] | None, float | None]:
+    """((call, call site, ns summed over the ranks) of the MPI-IO call site that took longest, the
+    share of the MPI-IO calls' time in reads and writes), or (None, None) without MPI-IO."""
+    codes = f.call_codes()
+    io = f.code_table(frozenset(file_io_calls(f.call_names)))[codes]
     if not io.any():
-        return None
-    top = (f.events.filter(pl.Series(io)).group_by("call", "callsite")
-           .agg((pl.col("t_leave_ns") - pl.col("t_enter_ns")).sum().alias("ns"))
+        return None, None
+    calls = f.events.filter(pl.Series(io)).with_columns((pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("ns"))
+    top = (calls.group_by("call", "callsite").agg(pl.col("ns").sum())
            .sort("ns", "call", "callsite", descending=[True, False, False], nulls_last=True).row(0))
-    return str(top[0]), str(top[1] or "?"), int(top[2] or 0)
+    moving = f.code_table(frozenset(file_io_calls(f.call_names, "read") + file_io_calls(f.call_names, "write")))
+    total = int(calls["ns"].sum() or 0)
+    moved = int(calls.filter(pl.Series(moving[codes[io]]))["ns"].sum() or 0)
+    return (str(top[0]), str(top[1] or "?"), int(top[2] or 0)), (moved / total if total > 0 else None)
 
 
 def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0,
@@ -114,10 +119,12 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
         pl.Series("wait_ns", waited_by_rank(waits, times.height))).sort("rank")
     spots = hot_spots(f)
     trace = str(f.path)
+    longest_io, io_moving_share = file_io(f)
     return Diagnosis(
         run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
         hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded,
-                                                 unattributed_ns(f, waits), longest_io(f)), notes=notes,
+                                                 unattributed_ns(f, waits), longest_io, io_moving_share),
+        notes=notes,
         oversubscribed=oversubscribed_finding(times, crowded or ()),
     )

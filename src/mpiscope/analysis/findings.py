@@ -296,21 +296,32 @@ def _io_ns(times: pl.DataFrame) -> int:
 FILE_IO_ADVICE = ("write less often or less; write collectively (the MPI_File_*_all calls let the MPI gather "
                   "the ranks' pieces into few large requests) or start the writes without waiting "
                   "(MPI_File_iwrite_at_all) and compute meanwhile; the file system's bandwidth bounds the rest")
+# where opening, closing, syncing and resizing files take most of it
+FILE_METADATA_ADVICE = ("open each file once and keep it open rather than per write, and sync only where the data "
+                        "must be on disk (an MPI_File_sync waits for the file system); the file system's "
+                        "metadata server bounds the rest")
 
 
-def file_io_finding(times: pl.DataFrame, longest: tuple[str, str, int] | None) -> Finding | None:
+def file_io_finding(times: pl.DataFrame, longest: tuple[str, str, int] | None,
+                    moving_share: float | None = None) -> Finding | None:
     """Time in MPI-IO calls: file I/O, which a tracer that does not record them counts as computation.
-    `longest`: (call, call site, ns summed over the ranks) of the MPI-IO call site that took longest."""
+    `longest`: (call, call site, ns summed over the ranks) of the MPI-IO call site that took longest;
+    `moving_share`: the share of the calls' time in reads and writes (None: not known), the rest being
+    opening, closing, syncing and resizing files, which other advice helps."""
     io, app = _io_ns(times), int(times["app_ns"].sum())
     if app <= 0 or io <= 0:
         return None
     text = (f"the ranks spent {100 * io / app:.0f} % of their time in MPI-IO ({fmt_s(io / 1e9)} of "
             f"{fmt_s(app / 1e9)} summed over the ranks): file I/O, neither computation nor communication")
+    advice = FILE_IO_ADVICE
     if longest:
         call, site, ns = longest
         text += f"; the longest: {fmt_s(ns / 1e9)} in {call} at {short_site(site)}"
+    if moving_share is not None and moving_share < 0.5:
+        text += f"; {100 * (1 - moving_share):.0f} % of it opening, closing, syncing or resizing files"
+        advice = FILE_METADATA_ADVICE
     ranks = times.filter(pl.col("io_ns") > 0)["rank"].to_list()
-    return Finding("file_io", text, io / 1e9, ranks, FILE_IO_ADVICE, {"io_pct": 100 * io / app})
+    return Finding("file_io", text, io / 1e9, ranks, advice, {"io_pct": 100 * io / app})
 
 
 # What to do about time that waits for other ranks without a pattern naming whom (unattributed_ns' kinds)
@@ -370,10 +381,11 @@ def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> F
 def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
                    trace: str, hosts: int = 0, crowded: Sequence[Crowded] | None = None,
                    unattributed: dict[str, int] | None = None,
-                   longest_io: tuple[str, str, int] | None = None) -> list[Finding]:
+                   longest_io: tuple[str, str, int] | None = None,
+                   io_moving_share: float | None = None) -> list[Finding]:
     """All findings, largest first; `hosts`: the run's hosts (0: not known); `crowded`: the
     hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known);
-    `longest_io`: file_io_finding's."""
+    `longest_io`, `io_moving_share`: file_io_finding's."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
     caused = (waits.filter(pl.col("pattern").cast(pl.Utf8).is_in(POINT_TO_POINT_WAITS))
@@ -385,7 +397,7 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     # the communication-bound finding names the unattributed time where it is made; else it is its own
     for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None, bound,
                   None if bound else unattributed_finding(times, unattributed, trace),
-                  file_io_finding(times, longest_io)):
+                  file_io_finding(times, longest_io, io_moving_share)):
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9

@@ -198,7 +198,8 @@ def rank_times(f: Frames) -> pl.DataFrame:
     in_mpi = in_mpi_ns(f)
     mpi = union_by_rank(rank, enter, enter + in_mpi, f.ranks)
     io = f.code_table(frozenset(file_io_calls(f.call_names)))[codes]
-    io_ns = union_by_rank(rank, enter, enter + np.where(io, in_mpi, 0), f.ranks) if io.any() else np.zeros(f.ranks, np.int64)
+    io_ns = (union_by_rank(rank, enter, enter + np.where(io, in_mpi, 0), f.ranks) if io.any()
+             else np.zeros(f.ranks, np.int64))
     return pl.DataFrame({
         "rank": np.arange(f.ranks, dtype=np.int32), "t_start_ns": start, "t_end_ns": end,
         "mpi_ns": mpi, "io_ns": io_ns, "app_ns": np.where(has, np.maximum(end - start, 0), 0),

@@ -63,6 +63,13 @@ class Stats:
         return cols if moved else []
 
     @property
+    def file_io_columns(self) -> list[str]:
+        """The per-rank MPI-IO columns, where the run called MPI-IO (else none): the views show them
+        only then."""
+        cols = ["io_time_ns", "io_bytes_read", "io_bytes_written"]
+        return cols if self.per_rank.height and self.per_rank["io_time_ns"].sum() else []
+
+    @property
     def posted_note(self) -> str:
         """What the bytes of the run's nonblocking receives are (a sentence, or "" without any)."""
         posted = [c for c in self.per_call["call"].to_list() if c in POSTED_RECV_CALLS]
@@ -128,6 +135,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("t_leave_ns").max().alias("t_last"),
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
         pl.col("dur_ns").filter(calls_in(file_io_calls(names))).sum().alias("io_time_ns"),  # in mpi_time_ns
+        pl.col("bytes").filter(calls_in(file_io_calls(names, "read"))).sum().alias("io_bytes_read"),
+        pl.col("bytes").filter(calls_in(file_io_calls(names, "write"))).sum().alias("io_bytes_written"),
         pl.col("count").filter(~pl.col("env")).sum().alias("calls"),  # as the per-call table counts them
         # a Startall of several persistent collectives has no coll_id but their bytes (merge.py)
         pl.col("bytes").filter(collective).sum().alias("collective_bytes_sent"),
@@ -150,7 +159,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
             (pl.coalesce("t_fin", "t_last") - pl.coalesce("t_start", "t_first")).alias("app_time_ns"))
         .with_columns((pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
                       (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
-        .select("rank", "app_time_ns", "mpi_time_ns", "io_time_ns", "outside_mpi_ns", "mpi_pct", "calls",
+        .select("rank", "app_time_ns", "mpi_time_ns", "io_time_ns", "io_bytes_read", "io_bytes_written",
+                "outside_mpi_ns", "mpi_pct", "calls",
                 pl.col("threads").fill_null(0),
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
                                                    "bytes_received", "collective_bytes_sent",

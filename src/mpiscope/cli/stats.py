@@ -23,15 +23,18 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 
 def render(s: Stats) -> None:
     rma = bool(s.one_sided_columns)
-    io = bool(s.per_rank["io_time_ns"].sum())  # a column of its own where the program called MPI-IO
+    io = bool(s.file_io_columns)
     output.table(
         f"Per rank ({s.ranks} ranks)",
         ["rank", "app time", "MPI time", "MPI %", *(["of it MPI-IO"] if io else []), "outside MPI", "calls", "sent",
-         "received", "coll. sent", "coll. received", *(["one-sided put", "one-sided get"] if rma else [])],
+         "received", "coll. sent", "coll. received", *(["one-sided put", "one-sided get"] if rma else []),
+         *(["file read", "file written"] if io else [])],
         [[r["rank"], fmt_ns(r["app_time_ns"]), fmt_ns(r["mpi_time_ns"]), f"{r['mpi_pct'] or 0:.1f}",
-          *([fmt_ns(r["io_time_ns"])] if io else []), fmt_ns(r["outside_mpi_ns"]), r["calls"], fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_received"]),
+          *([fmt_ns(r["io_time_ns"])] if io else []), fmt_ns(r["outside_mpi_ns"]), r["calls"],
+          fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_received"]),
           fmt_bytes(r["collective_bytes_sent"]), fmt_bytes(r["collective_bytes_received"]),
-          *([fmt_bytes(r["rma_bytes_put"]), fmt_bytes(r["rma_bytes_get"])] if rma else [])]
+          *([fmt_bytes(r["rma_bytes_put"]), fmt_bytes(r["rma_bytes_get"])] if rma else []),
+          *([fmt_bytes(r["io_bytes_read"]), fmt_bytes(r["io_bytes_written"])] if io else [])]
          for r in s.per_rank.iter_rows(named=True)])
     output.table(
         "Per call", ["call", "count", "total", "mean", "max", "% MPI", "bytes", "received"],

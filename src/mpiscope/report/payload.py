@@ -94,7 +94,7 @@ def summary(s: Stats) -> dict[str, Any]:
         "call", pl.col("callsite").cast(pl.String).fill_null(""), "count", "total_ns", "pct_mpi"
     )
     return {
-        "per_rank": s.per_rank.select(PER_RANK + s.one_sided_columns).to_dicts(),
+        "per_rank": s.per_rank.select(PER_RANK + s.one_sided_columns + s.file_io_columns).to_dicts(),
         "top_calls": calls.to_dicts(),
         "top_callsites": sites.to_dicts(),
     }

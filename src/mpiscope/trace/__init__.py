@@ -27,9 +27,11 @@ START_CALLS = ("MPI_Start", "MPI_Startall")
 FILE_IO_PREFIX = "MPI_File_"
 
 
-def file_io_calls(names: list[str]) -> list[str]:
-    """The MPI-IO calls among `names`."""
-    return [n for n in names if n.startswith(FILE_IO_PREFIX)]
+def file_io_calls(names: list[str], moving: str = "") -> list[str]:
+    """The MPI-IO calls among `names`; with moving="read" or "write" those that read or write data
+    (MPI_File_read_at_all, MPI_File_iread, ..._begin), else all."""
+    stems = (f"{FILE_IO_PREFIX}{moving}", f"{FILE_IO_PREFIX}i{moving}") if moving else (FILE_IO_PREFIX,)
+    return [n for n in names if n.startswith(stems)]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ import re
 from parts import LEFT, TableError, inplace_buffer, parts
 
 HANDLES = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Op": "Op", "MPI_Info": "Info",
-           "MPI_Group": "Group", "MPI_Win": "Win", "MPI_Request": "Request", "MPI_Message": "Message", "MPI_File": "File"}
+           "MPI_Group": "Group", "MPI_Win": "Win", "MPI_Request": "Request", "MPI_Message": "Message",
+           "MPI_File": "File"}
 SPELLINGS = ["{l}", "{l}_", "{l}__", "{u}"]
 
 

@@ -39,7 +39,8 @@ MS.LABELS = {
   mpi_time_ns: "in MPI", outside_mpi_ns: "computation", mpi_pct: "% MPI", calls: "calls", messages_sent: "msgs sent",
   bytes_sent: "bytes sent", messages_received: "msgs recv", bytes_received: "bytes recv", ranks: "ranks",
   collective_bytes_sent: "coll. bytes sent", collective_bytes_received: "coll. bytes recv", recv_bytes: "bytes recv",
-  rma_bytes_put: "one-sided put", rma_bytes_get: "one-sided get",
+  rma_bytes_put: "one-sided put", rma_bytes_get: "one-sided get", io_time_ns: "in MPI-IO", io_bytes_read: "file read",
+  io_bytes_written: "file written",
 };
 
 // The program a launcher ran (its base name; mpiscope's own builds end in a 16-hex-digit hash).
