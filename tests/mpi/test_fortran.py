@@ -121,11 +121,13 @@ def test_fortran_2008_ring_recorded(tmp_path, fortran_mpi):
 
 
 @pytest.mark.mpi(ranks=4)
-def test_fortran_mpi_io_recorded(tmp_path, fortran_mpi):
-    """MPI-IO from Fortran (tests/mpi/programs/io_f.f90): the file handle through PMPI_File_f2c, the
-    offset an INTEGER(KIND=MPI_OFFSET_KIND) by reference; the program checks what it reads back."""
+@pytest.mark.parametrize("source", ["io_f.f90", "io_f08.f90"])
+def test_fortran_mpi_io_recorded(tmp_path, fortran_mpi, source):
+    """MPI-IO from Fortran (tests/mpi/programs/io_f*.f90, `use mpi` and `use mpi_f08`): the file handle
+    through PMPI_File_f2c, the offset an INTEGER(KIND=MPI_OFFSET_KIND) by reference; the program checks
+    what it reads back."""
     mpi, lib = fortran_mpi
-    prog = compile_program(Path(__file__).parent / "programs" / "io_f.f90", mpicc=mpi.tool("mpif90"),
+    prog = compile_program(Path(__file__).parent / "programs" / source, mpicc=mpi.tool("mpif90"),
                            out_dir=tmp_path)
     env = dict(os.environ, MPISCOPE_LIB_DIR=str(lib), **mpi.env)
     done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", mpi.tool("mpiexec"), *mpi.launch, "-n", "4",
@@ -136,4 +138,4 @@ def test_fortran_mpi_io_recorded(tmp_path, fortran_mpi):
     assert calls["MPI_File_write_at_all"] == 12 and calls["MPI_File_read_at"] == 4 and calls["MPI_File_close"] == 4
     moved = ev.filter(pl.col("call").is_in(["MPI_File_write_at_all", "MPI_File_read_at"]))
     assert (moved["bytes"] == 1024 * 4).all()
-    assert any("io_f.f90:" in s for s in moved["callsite"].cast(pl.Utf8).to_list())
+    assert any(f"{source}:" in s for s in moved["callsite"].cast(pl.Utf8).to_list())
