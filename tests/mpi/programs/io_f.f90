@@ -1,4 +1,5 @@
-! MPI-IO from Fortran (`use mpi`): each rank writes its 1024 INTEGERs at its own offset
+! MPI-IO from Fortran (`use mpi`): the file opened by name, its view set, then each rank writes its
+! 1024 INTEGERs at its own offset
 ! (an INTEGER(KIND=MPI_OFFSET_KIND) argument) with MPI_FILE_WRITE_AT_ALL, ITERS times, then
 ! reads them back with MPI_FILE_READ_AT and stops with code 1 if they differ.
 ! usage: io_f ITERS FILE
@@ -18,6 +19,10 @@ program io_f
     read (arg, *) iters
     call get_command_argument(2, path)
     call MPI_FILE_OPEN(MPI_COMM_WORLD, path, MPI_MODE_CREATE + MPI_MODE_RDWR, MPI_INFO_NULL, fh, ierr)
+    if (ierr /= MPI_SUCCESS) stop 2
+    ! the default view, set again: a CHARACTER argument ('native') besides the file name
+    call MPI_FILE_SET_VIEW(fh, int(0, MPI_OFFSET_KIND), MPI_BYTE, MPI_BYTE, 'native', MPI_INFO_NULL, ierr)
+    if (ierr /= MPI_SUCCESS) stop 3
     offset = int(rank, MPI_OFFSET_KIND) * n * 4
     do i = 1, iters
         buf = [(i * 100000 + rank * 1000 + j, j = 1, n)]

@@ -62,6 +62,8 @@ def _fortran_param(decl: str, name: str) -> tuple[str, list[str], list[str]]:
         return f"const MPI_Aint *{f}", [f"const MPI_Aint *{name} = {f};"], []
     if base == "MPI_Status" and shape == "pointer":
         return f"MPI_Fint *{f}", [], []
+    if base == "char" and shape == "pointer":  # a file name: its length comes after ierr (fortran_wrapper)
+        return f"const char *{f}", [], []
     raise TableError(f"no Fortran mapping for parameter '{decl}'")
 
 
@@ -90,9 +92,13 @@ def fortran_wrapper(entry: dict) -> str:
         after.append("MPI_Status msc_st_; MPI_Status *st = &msc_st_;")
         after.append("if (r && rc == MPI_SUCCESS) PMPI_Status_f2c(st_f, st);")
     lower = p.call.lower()
-    sig = ", ".join(d for d, _ in fparams) + (", " if fparams else "") + "MPI_Fint *ierr"
+    # A CHARACTER argument's length is passed hidden, after all the others (gfortran and Intel: a
+    # size_t each, in the order of the arguments), and handed on to the MPI's routine as it came.
+    lengths = [f"{n}_len" for d, n in p.params if _kind(d, n)[0].replace("const ", "") == "char"]
+    sig = ", ".join(d for d, _ in fparams) + (", " if fparams else "") + "MPI_Fint *ierr" + \
+        "".join(f", size_t {n}" for n in lengths)
     types = ", ".join(re.sub(r"\s*\*?\s*\w+_f$", " *", d).strip() for d, _ in fparams) + \
-        (", " if fparams else "") + "MPI_Fint *"
+        (", " if fparams else "") + "MPI_Fint *" + ", size_t" * len(lengths)
     lines = [f"typedef void (*msc_fn_{lower})({types});",
              f"static void msc_f_{lower}(void *site, MSC_UNUSED int cdesc, msc_fn_{lower} real, {sig})", "{",
              f"    struct msc_rec *r = msc_enter({p.cid}, site);"]
@@ -101,7 +107,7 @@ def fortran_wrapper(entry: dict) -> str:
         lines.append(f"    int32_t c_types = r ? msc_f_peers(PMPI_Comm_f2c(*{comm}_f)) : 0;")
     # Not every converted argument is read by the record code.
     lines += ["    MSC_UNUSED " + x for x in before] + ["    " + x for x in pre]
-    lines.append(f"    real({', '.join(real_args)}, ierr);")
+    lines.append(f"    real({', '.join(real_args + ['ierr'] + lengths)});")
     lines.append("    " + LEFT)
     lines.append("    MSC_UNUSED int rc = *ierr;")
     lines += ["    " + x for x in after + p.after]
@@ -110,7 +116,7 @@ def fortran_wrapper(entry: dict) -> str:
     lines.append("        " + p.leave)
     lines.append("    }")
     lines.append("}")
-    argnames = ", ".join(f"{n}_f" for _, n in fparams) + (", " if fparams else "") + "ierr"
+    argnames = ", ".join([f"{n}_f" for _, n in fparams] + ["ierr"] + lengths)
     for spelling in SPELLINGS:
         name = spelling.format(l=lower, u=p.call.upper())
         real = spelling.format(l="p" + lower, u="P" + p.call.upper())
@@ -122,8 +128,9 @@ def fortran_wrapper(entry: dict) -> str:
     # INTEGER handle, passed by reference as it is; ierror is OPTIONAL. MPICH
     # passes choice buffers as descriptors (TS 29113) to mpi_x_f08ts_; they
     # go to the MPI untouched.
-    suffixes = ["_f08_"] + (["_f08ts_"] if any(_kind(d, n)[0].replace("const ", "") == "void"
-                                                for d, n in p.params) else [])
+    # A CHARACTER argument of theirs is no hidden-length string (bind(C) procedures): not wrapped.
+    suffixes = [] if lengths else ["_f08_"] + (["_f08ts_"] if any(
+        _kind(d, n)[0].replace("const ", "") == "void" for d, n in p.params) else [])
     for suffix in suffixes:
         lines += [f"MSC_API void {lower}{suffix}({sig})", "{",
                   f"    static msc_fn_{lower} real;",
@@ -138,6 +145,5 @@ def fortran_wrapper(entry: dict) -> str:
 def fortran_code(table: list[dict]) -> list[str]:
     head = ["/* generated from calls.toml by gen.py (fortran.py); do not edit */",
             '#include "fortran.h"', "#if MSC_HAVE_FORTRAN", ""]
-    wrapped = [e for e in table if (not e.get("hand") or e.get("fortran")) and e.get("fortran", True)
-               and e["mpi"] < "4"]
+    wrapped = [e for e in table if (not e.get("hand") or e.get("fortran")) and e["mpi"] < "4"]
     return head + [fortran_wrapper(e) for e in wrapped] + ["#endif"]
