@@ -41,6 +41,12 @@ def test_time_in_mpi_io_is_file_io_not_communication():
     assert meta is not None and "75 % of it opening, closing, syncing or resizing files" in meta.text
     assert "open each file once" in meta.suggestion
     assert "opening" not in file_io_finding(writing, ("MPI_File_sync", "s", 900), moving_share=0.75).text
+    # one writer rank among four
+    writer = pl.DataFrame({"rank": [0, 1, 2, 3], "app_ns": [1_000] * 4, "mpi_ns": [900, 100, 100, 100],
+                           "io_ns": [800, 10, 10, 0]})
+    w = file_io_finding(writer, ("MPI_File_write", "main (app.c:30)", 800))
+    assert w is not None and "rank 0 alone 98 % of it" in w.text and "rather than through rank 0" in w.suggestion
+    assert "alone" not in f.text  # two ranks: no writer rank said
 
 
 def test_hot_spot_of_little_traffic_is_a_finding_only_where_others_waited():

@@ -320,6 +320,13 @@ def file_io_finding(times: pl.DataFrame, longest: tuple[str, str, int] | None,
     if moving_share is not None and moving_share < 0.5:
         text += f"; {100 * (1 - moving_share):.0f} % of it opening, closing, syncing or resizing files"
         advice = FILE_METADATA_ADVICE
+    # one rank doing the I/O of all (a writer rank) is a bottleneck of its own: said where one rank
+    # spent at least twice its share
+    top = times.sort("io_ns", "rank", descending=[True, False]).row(0, named=True)
+    if times.height > 2 and top["io_ns"] * times.height >= 2 * io:
+        text += f"; rank {top['rank']} alone {100 * top['io_ns'] / io:.0f} % of it"
+        advice += (f"; spread the I/O over the ranks (each writes its part, collectively) rather than "
+                   f"through rank {top['rank']}")
     ranks = times.filter(pl.col("io_ns") > 0)["rank"].to_list()
     return Finding("file_io", text, io / 1e9, ranks, advice, {"io_pct": 100 * io / app})
 
