@@ -46,6 +46,11 @@ def test_mpi_io_calls_recorded_with_their_bytes(run_traced, any_mpi):
     assert (io.filter(pl.col("call").is_in(MOVING))["bytes"] == BYTES).all()
     assert (io.filter(~pl.col("call").is_in(MOVING))["bytes"] == 0).all()
     assert (io["t_leave_ns"] >= io["t_enter_ns"]).all()
+    # a nonblocking read is tied to the MPI_Wait that completed it
+    iread = io.filter(pl.col("call") == "MPI_File_iread_at")
+    waits = ev.filter(pl.col("event").is_in(iread["completed_by"].implode()))
+    assert iread.height == N and waits["call"].to_list() == ["MPI_Wait"] * N
+    assert (iread["t_complete_ns"] == waits.sort("event")["t_leave_ns"]).all()
     world = ev.filter(pl.col("call") == "MPI_Bcast")["comm"].unique().to_list()
     assert ev.filter(pl.col("call") == "MPI_File_open")["comm"].unique().to_list() == world
     # the checkpoint's collective writes are no messages

@@ -211,18 +211,21 @@ def test_trace_compute_gaps_scale_with_node_speed(run_traced: Callable[..., Trac
 
 def test_mpi_io_time_is_replayed_as_local_time(run_traced: Callable[..., Trace]) -> None:
     """File I/O is not simulated: each MPI-IO call's time stays its rank's, beside the time outside
-    MPI, so that no rank finishes before its recorded computation and I/O (examples/checkpoint.c)."""
+    MPI, and so does that of the MPI_Wait that completes its nonblocking read, so that no rank finishes
+    before its recorded computation and I/O (examples/checkpoint.c)."""
     from mpiscope.sim.replay import trace_actions
 
     trace = run_traced("checkpoint", 4, args=["4", "1048576", "2", "5"])
     ev = trace.events().with_columns(pl.col("call").cast(pl.Utf8)).sort("rank", "event").collect()
     io = ev.filter(pl.col("call").str.starts_with("MPI_File_"))
-    assert io.height > 0
+    waits = io.filter(pl.col("completed_by").is_not_null())["completed_by"]
+    assert io.height > 0 and waits.len() == 4  # each rank's MPI_File_iread_at, completed by MPI_Wait
     notes = trace_actions(trace).notes
-    assert any(f"{io.height} MPI-IO calls are replayed as the time they took" in n for n in notes), notes
+    assert any(f"{io.height} MPI-IO calls and 4 waits for them are replayed as the time they took" in n
+               for n in notes), notes
     # per rank: time outside MPI between its calls plus its time in MPI-IO, a lower bound of the replay
     local = (ev.with_columns(prev=pl.col("t_leave_ns").cum_max().shift(1).over("rank"),
-                             io=pl.col("call").str.starts_with("MPI_File_"))
+                             io=pl.col("call").str.starts_with("MPI_File_") | pl.col("event").is_in(waits.implode()))
              .group_by("rank").agg(((pl.col("t_enter_ns") - pl.col("prev")).clip(lower_bound=0).sum()
                                     + (pl.col("t_leave_ns") - pl.col("t_enter_ns")).filter("io").sum()).alias("ns")))
     r = sim("--network", "torus:2x2", "--trace", str(trace.path))

@@ -151,13 +151,17 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
                                "comm", "root", "bytes", "coll_id", "completed_by").collect()
     ev = _persistent_as_nonblocking(trace, ev.sort("rank", "event"))
     notes: list[str] = []
-    # File I/O is not simulated: an MPI-IO call's time stays in the gap around it, local time of its rank
+    # File I/O is not simulated: an MPI-IO call's time stays in the gap around it, local time of its rank,
+    # and so does that of a wait or test that completed nonblocking file accesses only
     io = pl.col("call").str.starts_with(FILE_IO_PREFIX)
     n_io = ev.filter(io).height
     if n_io:
-        ev = ev.filter(~io)
-        notes.append(f"{n_io} MPI-IO calls are replayed as the time they took, as computation of their rank "
-                     f"(file I/O is not simulated)")
+        waits = (ev.filter(pl.col("completed_by").is_not_null()).group_by("completed_by")
+                 .agg(io.all().alias("only_io")).filter("only_io")["completed_by"])
+        ev = ev.filter(~io & ~pl.col("event").is_in(waits.implode()))
+        notes.append(f"{n_io} MPI-IO calls" + (f" and {waits.len()} waits for them" if waits.len() else "")
+                     + " are replayed as the time they took, as computation of their rank (file I/O is not "
+                       "simulated)")
     # Time outside MPI before each call: the rank's computation (threads overlap: use the latest exit).
     gaps = (ev.with_columns(prev=pl.col("t_leave_ns").cum_max().shift(1).over("rank"))
             .filter(pl.col("t_enter_ns") > pl.col("prev"))

@@ -217,6 +217,9 @@ def parts(entry: dict, large: bool = False) -> Parts:
     elif "persistent" in entry:
         kind = "MSC_REQ_PSEND" if entry["persistent"] == "send" else "MSC_REQ_PRECV"
         post.append(f"if (rc == MPI_SUCCESS) msc_req_persist(*{entry['request']}, {kind}, c, r->peer, r->tag, r->bytes);")
+    elif "request" in entry and family == "io":  # a nonblocking file access: no communicator
+        post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, MSC_REQ_OTHER, "
+                    f"MSC_COMM_UNKNOWN) : 0;")
     elif "request" in entry:
         kind = REQUEST_KIND.get(entry.get("msg", ""), "MSC_REQ_RMA" if family == "rma" else "MSC_REQ_COLL")
         post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, {kind}, c) : 0;")
