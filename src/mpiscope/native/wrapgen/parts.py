@@ -11,6 +11,8 @@ SEQ_FAMILIES = {"coll", "nbc", "neighbor"}
 # Isendrecv's completion status describes its receive half.
 REQUEST_KIND = {"isend": "MSC_REQ_SEND", "irecv": "MSC_REQ_RECV", "imrecv": "MSC_REQ_RECV",
                 "isendrecv": "MSC_REQ_SENDRECV"}
+# The request kind of a nonblocking call that moves no message, by family (else a collective's).
+FAMILY_REQUEST_KIND = {"rma": "MSC_REQ_RMA", "io": "MSC_REQ_OTHER"}
 
 
 class TableError(Exception):
@@ -217,12 +219,10 @@ def parts(entry: dict, large: bool = False) -> Parts:
     elif "persistent" in entry:
         kind = "MSC_REQ_PSEND" if entry["persistent"] == "send" else "MSC_REQ_PRECV"
         post.append(f"if (rc == MPI_SUCCESS) msc_req_persist(*{entry['request']}, {kind}, c, r->peer, r->tag, r->bytes);")
-    elif "request" in entry and family == "io":  # a nonblocking file access: no communicator
-        post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, MSC_REQ_OTHER, "
-                    f"MSC_COMM_UNKNOWN) : 0;")
     elif "request" in entry:
-        kind = REQUEST_KIND.get(entry.get("msg", ""), "MSC_REQ_RMA" if family == "rma" else "MSC_REQ_COLL")
-        post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, {kind}, c) : 0;")
+        kind = REQUEST_KIND.get(entry.get("msg", ""), FAMILY_REQUEST_KIND.get(family, "MSC_REQ_COLL"))
+        comm = "c" if handle else "MSC_COMM_UNKNOWN"  # a nonblocking file access has no communicator
+        post.append(f"r->req = rc == MPI_SUCCESS ? msc_req_start(*{entry['request']}, {kind}, {comm}) : 0;")
         if kind == "MSC_REQ_SENDRECV":
             post.append(f"if (rc == MPI_SUCCESS) msc_req_asked(*{entry['request']}, msc_world_rank(c, "
                         f"{entry['recv_source']}), msc_tag({entry['recv_tag']}), "

@@ -8,6 +8,9 @@
 
 MS.paint = {};
 const NF = MS.FAMILY_COLORS.length; // families
+// accumulateBins and paintRows are unrolled over the families, for speed: a family added without
+// unrolling them for it would be drawn as nothing, so the page refuses to start
+if (NF !== 6) throw new Error(`tl_paint.js is unrolled for 6 families, not ${NF}`);
 MS.paint.NF = NF;
 
 // Column segments of the bins of tile(s) over the view: for each visible bin, the pixel columns
@@ -145,7 +148,7 @@ MS.paint.paintRows = function (img, acc, layout, cols, bgColors, events) {
       continue;
     }
     for (let x = 0, o = abase; x < cols; x++, o += NF) {
-      // unrolled over the NF = 6 families (the inner loop of every frame)
+      // unrolled over the six families (the inner loop of every frame)
       const s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3], s4 = acc[o + 4], s5 = acc[o + 5];
       const tot = s0 + s1 + s2 + s3 + s4 + s5;
       if (tot <= 0) { line[x] = bg; continue; }
