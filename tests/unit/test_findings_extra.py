@@ -207,3 +207,32 @@ def test_findings_name_a_cpp_call_site_by_its_function_and_line():
     # short names alike: miniMD's sites are 41 and 49 characters long
     assert short_site("Comm::communicate(Atom&) (comm.2.cpp:304)") == "Comm::communicate (comm.2.cpp:304)"
     assert short_site("0x401050") == "0x401050"
+
+
+def test_a_wait_for_file_accesses_only_is_mpi_io_time():
+    """MPI_File_iwrite_at ... MPI_Wait: the wait is the write's time (rank_times' io_ns, not communication
+    or polling); a wait that also completed a message stays communication."""
+    from tests.unit.test_waitstates import Run
+
+    from mpiscope.analysis.frames import file_io_rows, rank_times
+    from mpiscope.analysis.waitstates import unattributed_ns, wait_events
+
+    run = Run(2)
+    for r in (0, 1):
+        run.call(r, "MPI_Init", 0, 5)
+        run.call(r, "MPI_Finalize", 100, 101)
+    wait = run.call(0, "MPI_Wait", 12, 50)
+    run.call(0, "MPI_File_iwrite_at", 10, 12, done_by=wait)
+    both = run.call(0, "MPI_Waitall", 62, 90)
+    isend = run.call(0, "MPI_Isend", 60, 61, done_by=both)
+    run.call(0, "MPI_File_iread_at", 61, 62, done_by=both)
+    test = run.call(0, "MPI_Test", 95, 99)
+    run.call(0, "MPI_File_iread", 91, 92, done_by=test)
+    run.send(isend, run.call(1, "MPI_Recv", 60, 70))
+    f = run.frames()
+    io = dict(zip(f.events["call"].cast(pl.Utf8).to_list(), file_io_rows(f).tolist()))
+    assert io == {"MPI_Init": False, "MPI_Finalize": False, "MPI_File_iwrite_at": True, "MPI_Wait": True,
+                  "MPI_Isend": False, "MPI_File_iread_at": True, "MPI_Waitall": False, "MPI_File_iread": True,
+                  "MPI_Test": True, "MPI_Recv": False}
+    assert rank_times(f)["io_ns"].to_list() == [2 + 38 + 1 + 1 + 4, 0]
+    assert unattributed_ns(f, wait_events(f))["polling"] == 0

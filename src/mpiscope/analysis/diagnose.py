@@ -15,7 +15,7 @@ import polars as pl
 
 from mpiscope.analysis.critical import CriticalPath, critical_path
 from mpiscope.analysis.findings import Finding, build_findings, oversubscribed_finding
-from mpiscope.analysis.frames import Frames, load_frames, rank_times
+from mpiscope.analysis.frames import Frames, file_io_rows, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
 from mpiscope.analysis.waitstates import (
@@ -82,17 +82,20 @@ def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
 
 def file_io(f: Frames) -> tuple[tuple[str, str, int] | None, float | None]:
     """((call, call site, ns summed over the ranks) of the MPI-IO call site that took longest, the
-    share of the MPI-IO calls' time in reads and writes), or (None, None) without MPI-IO."""
+    share of the MPI-IO time in reads and writes), or (None, None) without MPI-IO. MPI-IO time is
+    that of file_io_rows: a wait that completed nonblocking reads or writes only is moving data."""
     codes = f.call_codes()
-    io = f.code_table(frozenset(file_io_calls(f.call_names)))[codes]
+    io = file_io_rows(f)
     if not io.any():
         return None, None
     calls = f.events.filter(pl.Series(io)).with_columns((pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("ns"))
     top = (calls.group_by("call", "callsite").agg(pl.col("ns").sum())
            .sort("ns", "call", "callsite", descending=[True, False, False], nulls_last=True).row(0))
-    moving = f.code_table(frozenset(file_io_calls(f.call_names, "read") + file_io_calls(f.call_names, "write")))
+    # every nonblocking file access reads or writes: the waits for them move data too
+    metadata = f.code_table(frozenset(file_io_calls(f.call_names)) - frozenset(
+        file_io_calls(f.call_names, "read") + file_io_calls(f.call_names, "write")))
     total = int(calls["ns"].sum() or 0)
-    moved = int(calls.filter(pl.Series(moving[codes[io]]))["ns"].sum() or 0)
+    moved = int(calls.filter(~pl.Series(metadata[codes[io]]))["ns"].sum() or 0)
     return (str(top[0]), str(top[1] or "?"), int(top[2] or 0)), (moved / total if total > 0 else None)
 
 

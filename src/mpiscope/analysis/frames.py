@@ -173,10 +173,29 @@ def in_mpi_ns(f: Frames) -> I64:
     return in_mpi
 
 
+def file_io_rows(f: Frames) -> npt.NDArray[np.bool_]:
+    """Per event: an MPI-IO call, or a wait or test that completed nonblocking file accesses and
+    nothing else (MPI_File_iread_at ... MPI_Wait: the wait is the read's time, not communication;
+    a wait that also completed a message stays communication). Made once per Frames."""
+    if "file_io" not in f._arrays:
+        io = f.code_table(frozenset(file_io_calls(f.call_names)))[f.call_codes()]
+        by = f.column("completed_by")
+        done = by >= 0
+        if (io & done).any():
+            completes_io = np.zeros(io.size, bool)
+            completes_io[by[io & done]] = True
+            completes_other = np.zeros(io.size, bool)
+            completes_other[by[~io & done]] = True
+            io = io | (completes_io & ~completes_other)
+        io.flags.writeable = False
+        f._arrays["file_io"] = io  # type: ignore[assignment]
+    return f._arrays["file_io"]  # type: ignore[return-value]
+
+
 def rank_times(f: Frames) -> pl.DataFrame:
     """Per rank: t_start_ns (leave of MPI_Init, else first entry), t_end_ns (entry of
     MPI_Finalize, else last leave), mpi_ns (wall time in calls other than ENV_CALLS, on any of
-    its threads: busy.py), io_ns (the part of it in MPI-IO calls) and app_ns, as stats.py counts
+    its threads: busy.py), io_ns (the part of it in MPI-IO: file_io_rows) and app_ns, as stats.py counts
     them; null times for a rank without events."""
     enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
     codes, rank = f.call_codes(), f.column("rank")
@@ -197,7 +216,7 @@ def rank_times(f: Frames) -> pl.DataFrame:
     # are not kept)
     in_mpi = in_mpi_ns(f)
     mpi = union_by_rank(rank, enter, enter + in_mpi, f.ranks)
-    io = f.code_table(frozenset(file_io_calls(f.call_names)))[codes]
+    io = file_io_rows(f)
     io_ns = (union_by_rank(rank, enter, enter + np.where(io, in_mpi, 0), f.ranks) if io.any()
              else np.zeros(f.ranks, np.int64))
     return pl.DataFrame({

@@ -11,6 +11,7 @@ by its rank (events.parquet).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,8 +123,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
     # A folded polling loop (count > 1) is one row spanning its calls: its time in MPI is
     # inside_ns, and its longest call is taken as its mean one (the calls' own times are not kept).
     ev = trace.events().select(
-        "rank", "thread", "call", "t_enter_ns", "t_leave_ns", "bytes", "recv_bytes", "coll_id", "callsite", "count",
-        "inside_ns").with_columns(
+        "event", "rank", "thread", "call", "t_enter_ns", "t_leave_ns", "bytes", "recv_bytes", "coll_id", "callsite",
+        "count", "inside_ns", "completed_by").with_columns(
         pl.coalesce("inside_ns", pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"),
         calls_in(ENV_CALLS).alias("env")).with_columns((pl.col("dur_ns") / pl.col("count")).alias("per_call_ns"))
     msgs = trace.messages().select("src", "dst", "bytes")
@@ -200,6 +201,8 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         [per_rank_q, per_call_q, callsites_q, pairs_q], engine="streaming",
         optimizations=pl.QueryOptFlags(comm_subplan_elim=False))
     per_rank = _threads_in_mpi_once(per_rank, ev)
+    if per_rank["io_time_ns"].sum():
+        per_rank = _waits_for_file_io(per_rank, ev, calls_in, names)
     # shares of the calls' time (threads of one rank in MPI at once each count theirs)
     mpi_total = max(int(per_call["total_ns"].sum()), 1)
     pct = (100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi")
@@ -218,6 +221,25 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
                                                               "damage")},
         oversubscribed=[{"host": c.host, "ranks": len(c.ranks), "cpus": c.cpus} for c in oversubscribed(trace.manifest)],
     )
+
+
+def _waits_for_file_io(per_rank: pl.DataFrame, ev: pl.LazyFrame, calls_in: Callable[[list[str]], pl.Expr],
+                       names: list[str]) -> pl.DataFrame:
+    """io_time_ns with the time of the waits and tests that completed nonblocking file accesses
+    (MPI_File_iwrite_at ... MPI_Wait) and nothing else, as the diagnosis counts it (frames.py's
+    file_io_rows). Only for a trace with MPI-IO: two more scans, of the few rows they select."""
+    io = calls_in(file_io_calls(names))
+    waits = (ev.filter(io & pl.col("completed_by").is_not_null()).select(pl.col("completed_by").alias("event"))
+             .unique().collect(engine="streaming"))
+    if not waits.height:
+        return per_rank
+    also_other = (ev.filter(~io & pl.col("completed_by").is_in(waits["event"].implode()))
+                  .select("completed_by").unique().collect(engine="streaming"))
+    only_io = waits.filter(~pl.col("event").is_in(also_other["completed_by"].implode()))["event"]
+    waited = (ev.filter(pl.col("event").is_in(only_io.implode())).group_by("rank")
+              .agg(pl.col("dur_ns").sum().alias("waited")).collect(engine="streaming"))
+    return per_rank.join(waited, on="rank", how="left").with_columns(
+        (pl.col("io_time_ns") + pl.col("waited").fill_null(0)).alias("io_time_ns")).drop("waited")
 
 
 def _threads_in_mpi_once(per_rank: pl.DataFrame, ev: pl.LazyFrame) -> pl.DataFrame:

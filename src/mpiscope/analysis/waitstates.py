@@ -51,7 +51,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
-from mpiscope.analysis.frames import I64, Frames, in_mpi_ns
+from mpiscope.analysis.frames import I64, Frames, file_io_rows, in_mpi_ns
 
 PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
             "late_broadcast", "early_reduce", "wait_at_fence")
@@ -363,5 +363,7 @@ def unattributed_ns(f: Frames, waits: pl.DataFrame) -> dict[str, int]:
     in_mpi = in_mpi_ns(f).copy()
     in_mpi[waits["event"].to_numpy()] -= waits["wait_ns"].to_numpy()
     codes = f.call_codes()
-    return {"polling": int(np.maximum(in_mpi[f.code_table(POLLING)[codes]], 0).sum()),
+    # a test that completed file accesses only is MPI-IO time (rank_times' io_ns), not waiting for a rank
+    polling = f.code_table(POLLING)[codes] & ~file_io_rows(f)
+    return {"polling": int(np.maximum(in_mpi[polling], 0).sum()),
             "one-sided synchronisation": int(np.maximum(in_mpi[f.code_table(RMA_SYNC)[codes]], 0).sum())}
