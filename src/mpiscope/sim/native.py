@@ -1,6 +1,6 @@
 """SimGrid itself, and the programs mpiscope runs on it, built at first use.
 
-The S4U pattern driver (C++) and the SMPI replay program (C) ship as sources
+The S4U pattern driver and the SMPI replay program (C++) ship as sources
 in mpiscope/native/sim/ and are compiled against the SimGrid found now, not at
 install time: SimGrid installed after mpiscope still works. Builds are cached
 under mpi.build.cache_dir(), keyed by source, compiler and SimGrid version.
@@ -78,5 +78,7 @@ def smpi_program(source: Path) -> Path:
 
 
 def replay_program() -> Path:
-    """The SMPI replay program (native/sim/replay.c) for traces and patterns."""
-    return smpi_program(native_source_dir() / "sim" / "replay.c")
+    """The SMPI replay program (native/sim/replay.cpp) for traces and patterns, compiled with smpicxx (cached)."""
+    return compile_program(native_source_dir() / "sim" / "replay.cpp", mpicc=smpi_tool("smpicxx"),
+                           extra=["-std=c++17", f"-DSIMGRID_VERSION_KEY={simgrid_version()}"],
+                           out_dir=cache_dir() / "smpi")

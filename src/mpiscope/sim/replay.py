@@ -1,4 +1,4 @@
-"""Action lists for the SMPI replay program (native/sim/replay.c).
+"""Action lists for the SMPI replay program (native/sim/replay.cpp).
 
 A recorded trace becomes, per rank and in the rank's order of calls: the gaps
 between MPI calls as computation, each matched message as an Isend on the
@@ -29,8 +29,8 @@ from mpiscope.mapping.patterns import Pattern
 from mpiscope.trace import FILE_IO_PREFIX, START_CALLS, Trace
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
-MAX_COMMS = 4096          # MAX_COMMS in replay.c
-MAX_BYTES = 2**31 - 1     # replay.c passes byte counts as int
+MAX_COMMS = 4096          # MAX_COMMS in replay.cpp
+MAX_BYTES = 2**31 - 1     # replay.cpp passes byte counts as int
 # The actions of a trace, as text lines, with the frames they come from: 0.67 M events of a
 # generated halo peaked at 0.51 GB, 2.67 M at 1.26 GB (375 bytes an event above the base).
 REPLAY_BYTES_PER_EVENT = 400
@@ -40,7 +40,7 @@ REPLAY_BYTES_PER_EVENT = 400
 NONBLOCKING = ["MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend", "MPI_Irecv", "MPI_Imrecv",
                "MPI_Improbe", "MPI_Start", "MPI_Startall"]
 WAITS = ["MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome"]
-# Trace call -> replay.c operation.
+# Trace call -> replay.cpp operation.
 COLLECTIVES = {
     "MPI_Barrier": "barrier", "MPI_Bcast": "bcast", "MPI_Reduce": "reduce", "MPI_Allreduce": "allreduce",
     "MPI_Scan": "scan", "MPI_Exscan": "exscan", "MPI_Gather": "gatherv", "MPI_Gatherv": "gatherv",
@@ -60,7 +60,7 @@ NOT_REPLAYED = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "M
 
 @dataclass(frozen=True)
 class Actions:
-    """Per-rank action lines (rank, key, sub, text) in replay order, and what else replay.c needs."""
+    """Per-rank action lines (rank, key, sub, text) in replay order, and what else replay.cpp needs."""
 
     nranks: int
     lines: pl.DataFrame

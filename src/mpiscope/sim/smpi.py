@@ -46,14 +46,14 @@ def model_name(model: str) -> str:
 
 def run_actions(platform: Platform, actions: Actions, node_of_rank: np.ndarray, map_name: str, what: str,
                 model: str = "CM02", precision_s: float | None = None) -> SimResult:
-    """Replay action lists (from a trace or a pattern) with replay.c under smpirun."""
+    """Replay action lists (from a trace or a pattern) with replay.cpp under smpirun."""
     program = replay_program()
     with tempfile.TemporaryDirectory(prefix="mpiscope-smpi-") as tmp:
         work = Path(tmp)
         actions.write(work / "actions")
         done = _smpirun(platform, node_of_rank, model, [str(program), str(work / "actions"), "--link-loads"],
                         work, f"simulating {what} (SMPI)",
-                        ["--cfg=smpi/simulate-computation:no", "--cfg=plugin:link_load"], precision_s)
+                        ["--cfg=smpi/simulate-computation:no"], precision_s)
     lines = done.stdout.splitlines()
     values = dict(line.split(" ", 1) for line in lines if line and not line.startswith("link "))
     if done.returncode != 0 or "simulated_time_s" not in values:
