@@ -1,5 +1,5 @@
 """Times and sizes as the terminal and the findings print them: rounded to 3 significant digits
-before the unit is chosen, so that a value just below a unit's step reads in the next unit, never
+in each unit before the unit is chosen (not in bytes: 16,073,036 B read 15.4 MiB for 15.33), so that a value just below a unit's step reads in the next unit, never
 in exponent notation (999.7 ms read "1e+03 ms"); the largest unit keeps every digit."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ def test_times(ns: float, text: str) -> None:
 
 
 @pytest.mark.parametrize(("n", "text"), [(1023.7 * 1024, "1 MiB"), (2000 * 2**30, "2000 GiB"), (512, "512 B"),
-                                         (1536, "1.5 KiB")])
+                                         (1536, "1.5 KiB"), (16_073_036, "15.3 MiB"), (14_944_084, "14.3 MiB"),
+                                         (10_169_714, "9.7 MiB")])
 def test_sizes(n: float, text: str) -> None:
     assert fmt_bytes(n) == text
 
