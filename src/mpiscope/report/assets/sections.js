@@ -127,27 +127,42 @@ MS.renderDiagnosis = function (data, zoom) {
 };
 
 // Load imbalance per phase (phases cut at collectives of all ranks); a row click zooms the
-// time-line to the phase.
+// time-line to the phase. A run of many phases comes as groups of consecutive phases (the
+// diagnosis' JSON: grouped, index..last_index, their computation summed), followed by the single
+// phases that lost the most time, which the findings name.
 MS.renderPhases = function (host, d, data, zoom) {
-  const phases = (d.imbalance && d.imbalance.phases) || [];
+  const imb = d.imbalance || {};
+  const phases = imb.phases || [];
   if (!phases.length) return;
   const rel = (t) => (t >= data.meta.t0_ns ? t - data.meta.t0_ns : t);
+  const grouped = !!imb.grouped;
   host.append(MS.el("h3", {}, "Load imbalance per phase"),
-    MS.el("p", { class: "muted" }, "Imbalance = (max − mean) / max of the ranks' computation in the phase. Click a phase to see it on the time-line."));
-  const maxImb = Math.max(1, ...phases.map((p) => p.imbalance_pct || 0));
-  const rows = phases.slice(0, 500).map((p, i) => {
+    MS.el("p", { class: "muted" }, "Imbalance = (max − mean) / max of the ranks' computation in the phase. " +
+      (grouped ? `${(imb.phase_count || 0).toLocaleString("en-US")} phases, shown as ${phases.length} groups of up to ` +
+        `${imb.phases_per_entry} consecutive phases (their computation summed). ` : "") +
+      "Click a phase to see it on the time-line."));
+  const worst = grouped ? (imb.worst_phases || []) : [];
+  const maxImb = Math.max(1, ...phases.concat(worst).map((p) => p.imbalance_pct || 0));
+  const BAR_PX = 110;
+  const label = (p) => (p.last_index !== undefined && p.last_index !== p.index ? `${p.index}–${p.last_index}` : String(p.index));
+  const row = (p) => {
     const comp = p.compute_seconds || [];
     const vals = Array.isArray(comp) ? comp : Object.values(comp);
+    const pct = p.imbalance_pct || 0;
     return MS.el("tr", { class: "clickable", onclick: () => zoom(rel(p.t_start_ns), rel(p.t_end_ns)) },
-      MS.el("td", { class: "num" }, String(i)),
+      MS.el("td", { class: "num" }, label(p)),
       MS.el("td", { class: "num" }, MS.fmtTime(rel(p.t_start_ns), 1e3)),
       MS.el("td", { class: "num" }, MS.fmtDur(p.t_end_ns - p.t_start_ns)),
       MS.el("td", { class: "num" }, vals.length ? MS.fmtDur(Math.max(...vals) * 1e9) : "–"),
-      MS.el("td", {}, MS.el("span", { class: "imb" }, MS.el("span", { class: "imb-bar", style: `width:${(100 * (p.imbalance_pct || 0) / maxImb).toFixed(1)}%` }),
-        MS.el("span", { class: "imb-val" }, MS.fmtPct(p.imbalance_pct || 0)))),
+      MS.el("td", {}, MS.el("span", { class: "imb" }, MS.el("span", { class: "imb-bar", style: `width:${(BAR_PX * pct / maxImb).toFixed(1)}px` }),
+        MS.el("span", { class: "imb-val" }, MS.fmtPct(pct)))),
       MS.el("td", { class: "num" }, p.critical_rank === undefined || p.critical_rank === null ? "–" : String(p.critical_rank)));
-  });
-  host.append(MS.el("div", { class: "table-wrap" }, MS.el("table", { class: "data" },
-    MS.el("thead", {}, MS.el("tr", {}, ["phase", "start", "length", "slowest computation", "imbalance", "critical rank"].map((h, i) => MS.el("th", { class: i === 4 ? "" : "num" }, h)))),
-    MS.el("tbody", {}, rows))));
+  };
+  const table = (list, first) => MS.el("div", { class: "table-wrap" }, MS.el("table", { class: "data" },
+    MS.el("thead", {}, MS.el("tr", {}, [first, "start", "length", "slowest computation", "imbalance", "critical rank"].map((h, i) => MS.el("th", { class: i === 4 ? "" : "num" }, h)))),
+    MS.el("tbody", {}, list.slice(0, 500).map(row))));
+  host.append(table(phases, grouped ? "phases" : "phase"));
+  if (worst.length) {
+    host.append(MS.el("h4", {}, `The ${worst.length} phases that lost the most time`), table(worst, "phase"));
+  }
 };
