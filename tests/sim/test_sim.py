@@ -365,3 +365,24 @@ def test_trace_replay_link_bytes_are_the_messages_bytes_on_their_routes(run_trac
     # the replay ends with two reductions of a few bytes: at most 24 B a message more on each link
     extra = simulated - expected
     assert (extra[expected == 0] == 0).all() and (extra >= 0).all() and (extra <= 24 * 50).all(), extra
+
+
+def test_work_inside_a_folded_polling_loop_is_replayed(tmp_path: Path) -> None:
+    """Rank 0 works 40 x 2 ms between probes that fold into one record: the replay computes that
+    work before the barrier (it replayed the loop as nothing: 0 s simulated for 80 ms of work)."""
+    from tests.conftest import MPICH, ROOT
+
+    from mpiscope.mpi.build import compile_program
+    from mpiscope.trace import open_trace
+
+    exe = compile_program(ROOT / "tests" / "mpi" / "programs" / "poll_compute.c", mpicc=str(MPICH.mpicc), out_dir=tmp_path / "build")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(exe), "40", "2"], env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-2000:]
+    loop = (open_trace(out).events().filter(pl.col("call").cast(pl.Utf8) == "MPI_Iprobe")
+            .select("count", "inside_ns", span=pl.col("t_leave_ns") - pl.col("t_enter_ns")).collect())
+    assert loop["count"].sum() == 40 and loop.height < 40  # folded
+    work = int((loop["span"] - loop["inside_ns"]).sum())
+    assert work >= 40 * 2e6 * 0.9
+    r = sim("--network", "mesh:2", "--trace", str(out))
+    assert r["simulated_time_s"] >= work / 1e9
