@@ -27,3 +27,4 @@ def test_sizes(n: float, text: str) -> None:
                                          (0.0009997, "1 ms"), (1e-7, "100 ns")])
 def test_finding_seconds(s: float, text: str) -> None:
     assert fmt_s(s) == text
+
