@@ -141,3 +141,24 @@ def test_fortran_mpi_io_recorded(tmp_path, fortran_mpi, source):
     moved = ev.filter(pl.col("call").is_in(["MPI_File_write_at_all", "MPI_File_read_at"]))
     assert (moved["bytes"] == 1024 * 4).all()
     assert any(f"{source}:" in s for s in moved["callsite"].cast(pl.Utf8).to_list())
+
+
+@pytest.mark.mpi(ranks=4)
+def test_fortran_cart_create_makes_one_communicator(tmp_path, fortran_mpi):
+    """MPICH's Fortran MPI_CART_CREATE calls the C MPI_Cart_create: both wrappers saw the new handle,
+    and the trace had a second 4-rank communicator that no call used."""
+    mpi, lib = fortran_mpi
+    prog = compile_program(Path(__file__).parent / "programs" / "cart_f.f90", mpicc=mpi.tool("mpif90"),
+                           out_dir=tmp_path)
+    env = dict(os.environ, MPISCOPE_LIB_DIR=str(lib), **mpi.env)
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", mpi.tool("mpiexec"), *mpi.launch, "-n", "4",
+                         str(prog)], env=env)
+    assert done.returncode == 0, done.stderr
+    t = open_trace(tmp_path / "t")
+    comms = t.comms().collect()
+    four = comms.filter(pl.col("comm_size") == 4)
+    ev = t.events().with_columns(pl.col("call").cast(pl.Utf8)).collect()
+    cart = ev.filter(pl.col("call") == "MPI_Allreduce")["comm"].unique().to_list()
+    assert len(cart) == 1 and cart[0] != 0
+    assert sorted(four["comm"].to_list()) == [0, cart[0]], comms
+    assert t.collectives().collect().filter(pl.col("comm") == cart[0]).height == 1

@@ -228,11 +228,41 @@ void msc_comms_init(int rank, int size, MPI_Group world)
     write_def(1);
 }
 
+/* The id of a communicator created inside another wrapped call that created it too, or
+ * MSC_COMM_UNKNOWN: MPICH's Fortran MPI_CART_CREATE calls the C MPI_Cart_create, and both wrappers
+ * see the new handle (a second entry, of a communicator no call used). A live handle names one
+ * communicator (msc_comm_forget unbinds it when MPI_Comm_free is called); its members are compared
+ * too, in case a handle was freed where no wrapper saw it (PMPI_Comm_free) and handed out again.
+ * Caller holds comm_lock. */
+static uint16_t seen(MPI_Comm newcomm, int pending)
+{
+    uint16_t id = msc_handle_lookup(MSC_KEY(newcomm));
+    if (id == MSC_COMM_UNKNOWN || id < 2) return MSC_COMM_UNKNOWN;
+    if (pending) return id; /* Comm_idup: not to be used before its request completes */
+    const struct msc_comm *m = &msc_comms[id];
+    int inter = 0;
+    MPI_Group g;
+    PMPI_Comm_test_inter(newcomm, &inter);
+    if ((inter ? MSC_COMM_INTER : MSC_COMM_INTRA) != m->kind) return MSC_COMM_UNKNOWN;
+    PMPI_Comm_group(newcomm, &g);
+    int32_t n = 0;
+    int32_t *ranks = translate(g, &n);
+    PMPI_Group_free(&g);
+    int same = ranks && m->ranks && n == m->size && memcmp(ranks, m->ranks, sizeof(int32_t) * (size_t)n) == 0;
+    free(ranks);
+    return same ? id : MSC_COMM_UNKNOWN;
+}
+
 uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int same_group)
 {
     if (newcomm == MPI_COMM_NULL) return MSC_COMM_UNKNOWN;
     pthread_mutex_lock(&comm_lock);
-    uint16_t id = new_id();
+    uint16_t id = seen(newcomm, same_group);
+    if (id != MSC_COMM_UNKNOWN) {
+        pthread_mutex_unlock(&comm_lock);
+        return id;
+    }
+    id = new_id();
     if (id != MSC_COMM_UNKNOWN) {
         struct msc_comm *m = &msc_comms[id];
         const struct msc_comm *p = parent == MSC_COMM_UNKNOWN ? NULL : &msc_comms[parent];
@@ -283,7 +313,12 @@ static uint16_t created_counted(MPI_Comm newcomm, uint64_t (*key_of)(const struc
 {
     if (newcomm == MPI_COMM_NULL) return MSC_COMM_UNKNOWN;
     pthread_mutex_lock(&comm_lock);
-    uint16_t id = new_id();
+    uint16_t id = seen(newcomm, 0);
+    if (id != MSC_COMM_UNKNOWN) {
+        pthread_mutex_unlock(&comm_lock);
+        return id;
+    }
+    id = new_id();
     if (id != MSC_COMM_UNKNOWN) {
         describe(id, newcomm);
         uint64_t key = key_of(&msc_comms[id], seed);

@@ -325,6 +325,19 @@ MSC_HOT uint16_t msc_comm_id(MPI_Comm comm)
     return MSC_LIKELY(id != MSC_COMM_UNKNOWN) ? id : msc_comm_register_unknown(comm);
 }
 
+/* The id of a communicator or window already known, else MSC_COMM_UNKNOWN (never registers). */
+static inline uint16_t msc_comm_known(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD) return 0;
+    if (comm == MPI_COMM_SELF) return 1;
+    return msc_handle_lookup(MSC_KEY(comm));
+}
+
+static inline uint16_t msc_win_known(MPI_Win win)
+{
+    return msc_handle_lookup(MSC_KEY(win));
+}
+
 static inline uint16_t msc_win_id(MPI_Win win)
 {
     uint16_t id = msc_handle_lookup(MSC_KEY(win));

@@ -132,6 +132,10 @@ def parts(entry: dict, large: bool = False) -> Parts:
     free = entry.get("free")
     deref = "*" if free else ""
     lookup = "msc_win_id" if "win" in entry and "comm" not in entry else "msc_comm_id"
+    if free:
+        # A handle being freed is not registered if unknown: a Fortran MPI_COMM_FREE unbinds it
+        # before MPICH's binding calls the C MPI_Comm_free, which registered it anew.
+        lookup = f"msc_{free}_known"
     sequenced = bool(handle) and (family in SEQ_FAMILIES or entry.get("create") in ("coll", "idup")
                                   or "newwin" in entry)
     pcoll = entry.get("persistent") == "coll"  # its starts are numbered collectives
