@@ -26,7 +26,9 @@ MS.renderLegend = function (host, data) {
 
 MS.statusText = function (frame) {
   if (!frame) return "";
-  if (frame.mode === "events") return `single calls: ${MS.fmtCount(frame.states)} calls, ${MS.fmtCount(frame.messages)} messages`;
+  // boxes drawn, MPI_Init and MPI_Finalize among them and a folded polling loop as one: not the
+  // calls card's count, which is stats' (every call but those two)
+  if (frame.mode === "events") return `single calls: ${MS.fmtCount(frame.states)} drawn, ${MS.fmtCount(frame.messages)} messages`;
   const est = frame.estimate !== undefined ? ` · ≈${MS.fmtCount(frame.estimate)} calls in view` : "";
   return `time share per family in each pixel${est}${frame.loading ? " · loading…" : ""}`;
 };
