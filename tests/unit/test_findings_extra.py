@@ -236,3 +236,30 @@ def test_a_wait_for_file_accesses_only_is_mpi_io_time():
                   "MPI_Test": True, "MPI_Recv": False}
     assert rank_times(f)["io_ns"].to_list() == [2 + 38 + 1 + 1 + 4, 0]
     assert unattributed_ns(f, wait_events(f))["polling"] == 0
+
+
+def test_a_wait_for_a_rank_that_left_mpi_init_late_is_the_start_up():
+    """Rank 0 leaves MPI_Init 90 ns after rank 1 and goes straight to the barrier rank 1 waits in: the
+    MPI's start-up, not the program (it read 'held up earlier, see the critical path', which starts after
+    it); a later wait at the same barrier, where rank 0 computed longer, stays the program's."""
+    from tests.unit.test_waitstates import Run
+
+    from mpiscope.analysis.findings import START_UP_ADVICE, wait_findings
+    from mpiscope.analysis.waitstates import wait_events
+
+    run = Run(2)
+    run.call(0, "MPI_Init", 0, 100)
+    run.call(1, "MPI_Init", 0, 10)
+    run.call(0, "MPI_Barrier", 102, 105, coll=1, site="barrier@main")
+    run.call(1, "MPI_Barrier", 12, 105, coll=1, site="barrier@main")
+    run.call(0, "MPI_Barrier", 300, 302, coll=2, site="barrier@main")   # rank 0 computed 195, rank 1 5
+    run.call(1, "MPI_Barrier", 110, 302, coll=2, site="barrier@main")
+    for r in (0, 1):
+        run.call(r, "MPI_Finalize", 400, 401)
+    waits = wait_events(run.frames())
+    assert waits["init_skew_ns"].to_list() == [90, None]
+    by_start = {f.evidence["start_up"]: f for f in wait_findings(waits, "t", 2)}
+    first, later = by_start[True], by_start[False]
+    assert first.seconds == 90e-9 and "rank 0 left MPI_Init 90 ns later" in first.text
+    assert "the MPI's start-up" in first.text and first.suggestion == START_UP_ADVICE
+    assert later.seconds == 190e-9 and "rank 0 computed" in later.text

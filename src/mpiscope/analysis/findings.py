@@ -30,6 +30,10 @@ COMM_BOUND_SHARE = 0.25
 # The late rank's extra computation before its late call explains a wait when it is
 # at least this share of the mean wait; below, the text says the rank was held up earlier.
 DELAY_EXPLAINS = 0.1
+# A later exit from MPI_Init that is at least this share of the mean wait makes it the start-up's.
+START_UP_EXPLAINS = 0.5
+START_UP_ADVICE = ("nothing to change in the program for this wait: the ranks left MPI_Init at different times "
+                   "(processes started and connected one after another); it does not grow with the run")
 # Below this imbalance (100·(max − mean)/max over the run) the spread of computation is within
 # what scheduling noise gives a balanced program on a shared node: no finding.
 IMBALANCE_MIN_PCT = 5.0
@@ -143,9 +147,18 @@ def _held_up_advice(rank: int, crowded: bool | None) -> str:
     return f"{advice}; {more}: waits like this can be the ranks taking turns on the CPUs"
 
 
+def _start_up(r: dict[str, Any]) -> bool:
+    """The late rank came straight from MPI_Init, which it left later than the waiting ranks by
+    most of their wait (wait_findings' start_up, per waiting call): the MPI's start-up held it."""
+    return bool(r.get("start_up"))
+
+
 def _cause_text(r: dict[str, Any]) -> str:
     late = f"rank {r['cause_rank']}"
     where = f"{r['cause_call']} at {short_site(r['cause_callsite'])}"
+    if _start_up(r):
+        return (f"{late} left MPI_Init {fmt_s(r['init_skew_ns'] / 1e9)} later (mean per waiting call) and went "
+                f"straight on to {where}: the MPI's start-up, not the program's work")
     if _explained(r):
         # delay_ns is a mean per waiting call; the wait before it is their sum (put_pscw: "waited 20 ms
         # ..., 24 times; rank 0 computed 834 µs longer" read as 4 % explained, not all of it)
@@ -160,11 +173,18 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
     """One finding per waiting call site and cause: who waited, where, for whom, and why. Waits for
     a hot spot (a master serving the others) are cured by spreading its work, not by rebalancing.
     `crowded`: more ranks than CPUs shared a host (None: not known)."""
-    keys = ["pattern", "call", "callsite", "cause_rank", "cause_call", "cause_callsite"]
-    groups = (waits.group_by(keys).agg(pl.col("wait_ns").sum(), pl.len().alias("instances"),
+    keys = ["pattern", "call", "callsite", "cause_rank", "cause_call", "cause_callsite", "start_up"]
+    if "init_skew_ns" not in waits.columns:
+        waits = waits.with_columns(pl.lit(None, pl.Int64).alias("init_skew_ns"))
+    # the first synchronisation after MPI_Init, where the late rank's later exit from it is most of the
+    # wait, is a finding of its own (the same call site's later waits are the program's)
+    start_up = (pl.col("init_skew_ns") >= START_UP_EXPLAINS * pl.col("wait_ns")) & \
+        (pl.col("delay_ns") <= DELAY_EXPLAINS * pl.col("wait_ns"))
+    groups = (waits.with_columns(start_up.fill_null(False).alias("start_up")).group_by(keys).agg(pl.col("wait_ns").sum(), pl.len().alias("instances"),
                                        pl.col("rank").unique().sort().alias("ranks"), pl.col("delay_ns").mean(),
                                        pl.col("cause_from_callsite").drop_nulls().first(),
-                                       pl.col("reorderable").mean().alias("reorderable"))
+                                       pl.col("reorderable").mean().alias("reorderable"),
+                                       pl.col("init_skew_ns").mean())
               .with_columns(pl.col(c).cast(pl.Utf8) for c in ("pattern", "call", "callsite", "cause_call",
                                                               "cause_callsite", "cause_from_callsite")))
     out = []
@@ -181,14 +201,16 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
         evidence = {"pattern": p, "call": r["call"], "callsite": r["callsite"], "instances": r["instances"],
                     "cause_rank": r["cause_rank"], "cause_call": r["cause_call"],
                     "cause_callsite": r["cause_callsite"], "cause_from_callsite": r["cause_from_callsite"],
-                    "delay_seconds_per_instance": r["delay_ns"] / 1e9}
+                    "delay_seconds_per_instance": r["delay_ns"] / 1e9, "start_up": bool(r["start_up"])}
         # a message that came first but is received after this rank's next send is most likely for a
         # later step: receiving it first is not the program's choice, so only the late sender's advice holds
         in_step_order = p == "late_sender_wrong_order" and r["reorderable"] < 0.5
         if in_step_order:
             text += ("; the message that came first is received only after this rank's next send or "
                      "collective, most likely for a later step")
-        if r["cause_rank"] in hot and p in POINT_TO_POINT_WAITS:
+        if _start_up(r):
+            advice = START_UP_ADVICE
+        elif r["cause_rank"] in hot and p in POINT_TO_POINT_WAITS:
             text += f"; rank {r['cause_rank']} is a hot spot that the others wait for"
             advice = HOT_SPOT_ADVICE
         elif (p in REBALANCE_ONLY or in_step_order) and not _explained(r):
