@@ -386,3 +386,11 @@ def test_work_inside_a_folded_polling_loop_is_replayed(tmp_path: Path) -> None:
     assert work >= 40 * 2e6 * 0.9
     r = sim("--network", "mesh:2", "--trace", str(out))
     assert r["simulated_time_s"] >= work / 1e9
+
+
+def test_a_trace_of_ranks_calling_mpi_from_several_threads_is_refused(run_traced: Callable[..., Trace]) -> None:
+    """Its replay, one sequence per rank, deadlocked in SimGrid (osu_latency_mt); now one sentence."""
+    trace = run_traced("threads", 2)
+    done = mpiscope_cli(["sim", "--network", "mesh:2", "--trace", str(trace.path)])
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "called MPI from" in done.stderr and "threads" in done.stderr and "one sequence" in done.stderr

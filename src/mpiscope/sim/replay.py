@@ -147,9 +147,10 @@ def _check_sizes(m: pl.DataFrame) -> None:
 def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
     """The trace as replay actions; compute gaps become ref_flops per second of recorded time."""
     require_memory("the replay", trace.event_count, REPLAY_BYTES_PER_EVENT, trace.path)
-    ev = trace.events().select("event", "rank", pl.col("call").cast(pl.Utf8), "t_enter_ns", "t_leave_ns",
+    ev = trace.events().select("event", "rank", "thread", pl.col("call").cast(pl.Utf8), "t_enter_ns", "t_leave_ns",
                                "comm", "root", "bytes", "coll_id", "completed_by", "inside_ns").collect()
-    ev = _persistent_as_nonblocking(trace, ev.sort("rank", "event"))
+    _one_thread_per_rank(ev, trace)
+    ev = _persistent_as_nonblocking(trace, ev.drop("thread").sort("rank", "event"))
     notes: list[str] = []
     # File I/O is not simulated: an MPI-IO call's time stays in the gap around it, local time of its rank,
     # and so does that of a wait or test that completed nonblocking file accesses only
@@ -191,6 +192,20 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
         notes.append(f"{rma} one-sided (RMA) calls are not replayed")
     return Actions(trace.ranks, lines.sort("rank", "key", "sub", "slot"), comms, m.height,
                    int(m["bytes"].sum() or 0), tuple(notes))
+
+
+def _one_thread_per_rank(ev: pl.DataFrame, trace: Trace) -> None:
+    """Refuse a trace whose ranks called MPI from several threads: a rank's calls replay as one
+    sequence, so one thread's blocking receive would wait for a send its other thread makes after
+    it (osu_latency_mt: SimGrid's deadlock detector stopped the replay)."""
+    threads = (ev.filter(~pl.col("call").is_in(["MPI_Init", "MPI_Init_thread", "MPI_Finalize"]))
+               .group_by("rank").agg(pl.col("thread").n_unique().alias("n")).filter(pl.col("n") > 1).sort("rank"))
+    if threads.height:
+        first = threads.row(0, named=True)
+        raise SimError(f"rank {first['rank']} of {trace.path} called MPI from {first['n']} threads "
+                       f"({threads.height} rank(s) did), and the trace replay runs each rank's calls in one sequence, "
+                       f"which would deadlock or reorder them; record a run in which one thread per rank calls MPI to "
+                       f"replay it")
 
 
 def _persistent_as_nonblocking(trace: Trace, ev: pl.DataFrame) -> pl.DataFrame:
