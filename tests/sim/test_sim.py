@@ -394,3 +394,17 @@ def test_a_trace_of_ranks_calling_mpi_from_several_threads_is_refused(run_traced
     done = mpiscope_cli(["sim", "--network", "mesh:2", "--trace", str(trace.path)])
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "called MPI from" in done.stderr and "threads" in done.stderr and "one sequence" in done.stderr
+
+
+def test_every_one_sided_call_left_out_of_the_replay_is_counted(run_traced: Callable[..., Trace]) -> None:
+    """Fences, locks and window calls are left out with the puts and gets (the note counted only those)."""
+    from mpiscope.sim.replay import trace_actions
+
+    trace = run_traced("rma", 4)
+    calls = trace.events().select(pl.col("call").cast(pl.Utf8)).collect()["call"]
+    ops = ["MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap",
+           "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate"]
+    one_sided = int((calls.str.starts_with("MPI_Win_") | calls.str.replace(r"_c$", "").is_in(ops)).sum())
+    assert calls.str.starts_with("MPI_Win_").sum() > 0
+    notes = [n for n in trace_actions(trace).notes if "one-sided" in n]
+    assert notes == [notes[0]] and notes[0].startswith(f"{one_sided} one-sided (RMA) calls are not replayed")

@@ -53,8 +53,10 @@ COLLECTIVES = {
 AS_NONBLOCKING = {k + "_init": "MPI_I" + k[4:].lower() for k in COLLECTIVES}
 COLLECTIVES.update({"MPI_I" + k[4:].lower(): v for k, v in COLLECTIVES.items()})
 NONBLOCKING += [k for k in COLLECTIVES if k.startswith("MPI_I")]
-NOT_REPLAYED = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
-                "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate")
+# One-sided communication: the operations and every MPI_Win_* call (creation, fences, locks, PSCW).
+_RMA_OPS = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
+            "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate")
+NOT_REPLAYED = pl.col("call").is_in([*_RMA_OPS, *(n + "_c" for n in _RMA_OPS)]) | pl.col("call").str.starts_with("MPI_Win_")
 
 
 
@@ -187,9 +189,10 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
         int(trace.manifest.get("counts", {}).get("unmatched_recvs", 0) or 0)
     if unmatched:
         notes.append(f"{unmatched} unmatched sends/receives of the trace are not replayed")
-    rma = ev.filter(pl.col("call").is_in(NOT_REPLAYED)).height
+    rma = ev.filter(NOT_REPLAYED).height
     if rma:
-        notes.append(f"{rma} one-sided (RMA) calls are not replayed")
+        notes.append(f"{rma} one-sided (RMA) calls are not replayed, neither their data nor their time "
+                     f"(puts, gets, accumulates, window creation, fences, locks, post/start/complete/wait)")
     return Actions(trace.ranks, lines.sort("rank", "key", "sub", "slot"), comms, m.height,
                    int(m["bytes"].sum() or 0), tuple(notes))
 
