@@ -171,7 +171,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         .with_columns(
             (pl.coalesce("t_fin", "t_last") - pl.coalesce("t_start", "t_first")).alias("app_time_ns"))
         .with_columns((pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
-                      (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
+                      _mpi_pct())
         .select("rank", "app_time_ns", "mpi_time_ns", "io_time_ns", "io_bytes_read", "io_bytes_written",
                 "outside_mpi_ns", "mpi_pct", "calls",
                 pl.col("threads").fill_null(0),
@@ -212,7 +212,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
     per_rank, per_call, callsites, pairs = pl.collect_all(
         [per_rank_q, per_call_q, callsites_q, pairs_q], engine="streaming",
         optimizations=pl.QueryOptFlags(comm_subplan_elim=False))
-    per_rank = _threads_in_mpi_once(per_rank, ev)
+    per_rank = _every_rank(_threads_in_mpi_once(per_rank, ev), trace.ranks)
     if per_rank["io_time_ns"].sum():
         per_rank = _waits_for_file_io(per_rank, ev, calls_in, names)
     # shares of the calls' time (threads of one rank in MPI at once each count theirs)
@@ -233,6 +233,22 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
                                                               "damage")},
         oversubscribed=[{"host": c.host, "ranks": len(c.ranks), "cpus": c.cpus} for c in oversubscribed(trace.manifest)],
     )
+
+
+def _mpi_pct() -> pl.Expr:
+    """Time in MPI as a share of the application time; null where a rank has none (it died in MPI_Init)."""
+    return (pl.when(pl.col("app_time_ns") > 0).then(100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns"))
+            .alias("mpi_pct"))
+
+
+def _every_rank(per_rank: pl.DataFrame, ranks: int) -> pl.DataFrame:
+    """A row for each rank of the run, also one that recorded no event (killed before its MPI_Init
+    returned): its counts 0, its times null, rather than a rank missing from the table."""
+    if per_rank.height >= ranks:
+        return per_rank
+    every = pl.DataFrame({"rank": pl.Series(range(ranks), dtype=per_rank.schema["rank"])})
+    counts = [c for c, t in per_rank.schema.items() if c != "rank" and not c.endswith("_ns") and c != "mpi_pct"]
+    return every.join(per_rank, on="rank", how="left").with_columns(pl.col(counts).fill_null(0))
 
 
 def _waits_for_file_io(per_rank: pl.DataFrame, ev: pl.LazyFrame, calls_in: Callable[[list[str]], pl.Expr],
@@ -271,4 +287,4 @@ def _threads_in_mpi_once(per_rank: pl.DataFrame, ev: pl.LazyFrame) -> pl.DataFra
     mpi = pl.col("rank").replace_strict(union, default=pl.col("mpi_time_ns"), return_dtype=pl.Int64)
     return per_rank.with_columns(mpi.alias("mpi_time_ns")).with_columns(
         (pl.col("app_time_ns") - pl.col("mpi_time_ns")).clip(lower_bound=0).alias("outside_mpi_ns"),
-        (100.0 * pl.col("mpi_time_ns") / pl.col("app_time_ns")).alias("mpi_pct"))
+        _mpi_pct())

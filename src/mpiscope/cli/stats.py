@@ -29,7 +29,7 @@ def render(s: Stats) -> None:
         ["rank", "app time", "MPI time", "MPI %", *(["of it MPI-IO"] if io else []), "outside MPI", "calls", "sent",
          "received", "coll. sent", "coll. received", *(["one-sided put", "one-sided get"] if rma else []),
          *(["file read", "file written"] if io else [])],
-        [[r["rank"], fmt_ns(r["app_time_ns"]), fmt_ns(r["mpi_time_ns"]), f"{r['mpi_pct'] or 0:.1f}",
+        [[r["rank"], fmt_ns(r["app_time_ns"]), fmt_ns(r["mpi_time_ns"]), f"{r['mpi_pct']:.1f}" if r["mpi_pct"] is not None else "-",
           *([fmt_ns(r["io_time_ns"])] if io else []), fmt_ns(r["outside_mpi_ns"]), r["calls"],
           fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_received"]),
           fmt_bytes(r["collective_bytes_sent"]), fmt_bytes(r["collective_bytes_received"]),
