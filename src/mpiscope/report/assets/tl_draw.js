@@ -232,6 +232,10 @@ Object.assign(MS.Timeline.prototype, {
     const hh = L.rowH - (L.rowH >= 5 ? 1 : 0);
     o.save();
     if (item.kind === "message") {
+      // within the plot, as the other messages are: not over the rank labels or past the right edge
+      o.beginPath();
+      o.rect(g.x0, g.top, g.cols, L.height);
+      o.clip();
       // a white halo under the line keeps it readable over any family's colour
       const s = this.clipSegment(this.xDev(item.ts), this.yDev(item.src), this.xDev(item.trl), this.yDev(item.dst));
       o.lineCap = "round";
