@@ -109,3 +109,46 @@ def test_sends_never_completed_are_written(tmp_path: Path) -> None:
     assert counts == check_otf2(t, read_otf2_print(tmp_path / "otf2")) and counts["messages"] == 3
     kinds = Counter(got["kind"].to_list())
     assert kinds["MpiIsend"] == 3 and kinds["MpiIsendComplete"] == 1
+
+
+@pytest.mark.mpi(ranks=2)
+def test_each_window_is_created_in_its_own_call(tmp_path: Path) -> None:
+    """Two MPI_Win_create before either window is used: each holds one RmaWinCreate, of its own
+    window (both went into the second call, the latest creation before either window's first use)."""
+    import subprocess
+
+    from tests.conftest import MPICH, ROOT, mpiscope_cli
+
+    from mpiscope.mpi.build import compile_program
+    from mpiscope.trace import open_trace
+
+    require(shutil.which("otf2-print") is not None, "otf2-print (Debian's otf2-tools)",
+            "apt-get install otf2-tools (make setup does it when run as root)")
+    exe = compile_program(ROOT / "tests" / "mpi" / "programs" / "two_windows.c", mpicc=str(MPICH.mpicc),
+                          out_dir=tmp_path / "build")
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", *MPICH.launch(2), str(exe)], env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-2000:]
+    t = open_trace(tmp_path / "t")
+    ev = t.events().with_columns(pl.col("call").cast(pl.Utf8)).filter(pl.col("rank") == 0).collect()
+    created = ev.filter(pl.col("call") == "MPI_Win_create")["request"].to_list()
+    fenced = ev.filter(pl.col("call") == "MPI_Win_fence")["comm"].to_list()
+    assert fenced == [created[1], created[1], created[0], created[0]]  # the merge names each window alike
+    export_otf2(t, tmp_path / "otf2")
+    lines = subprocess.run(["otf2-print", str(tmp_path / "otf2" / "traces.otf2")], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    inside: dict[str, list[list[str]]] = {}
+    open_call: dict[str, list[str] | None] = {}
+    for line in lines:
+        kind, _, rest = line.partition(" ")
+        location = rest.split()[0] if rest.split() else ""
+        if kind == "ENTER" and '"MPI_Win_create"' in line:
+            open_call[location] = []
+            inside.setdefault(location, []).append(open_call[location])  # type: ignore[arg-type]
+        elif kind == "LEAVE" and '"MPI_Win_create"' in line:
+            open_call[location] = None
+        elif kind == "RMA_WIN_CREATE" and open_call.get(location) is not None:
+            open_call[location].append(line)  # type: ignore[union-attr]
+    assert len(inside) == 2
+    for calls in inside.values():
+        assert [len(c) for c in calls] == [1, 1], calls
+        assert calls[0][0].split("Window")[1] != calls[1][0].split("Window")[1]

@@ -17,7 +17,9 @@ host's longest-span rate, times moved by at most 40 ns, and the tables were writ
 Since a Waitall, Waitsome, Testall or Testsome carries what its receives received (as a Wait
 does), the `bytes` of those rows were written again too (p2pmodes: 8 rows, skew5: 500), and
 since an MPI_Startall whose requests one call completed carries that completion (as an
-MPI_Irecv does), so were p2pmodes' 6 Startall rows' t_complete_ns and completed_by.
+MPI_Irecv does), so were p2pmodes' 6 Startall rows' t_complete_ns and completed_by. Since a
+window-creating call's request names the window by its id in the trace (comms.parquet's comm)
+rather than the rank's own, so were rma's 4 MPI_Win_allocate rows' request (2 -> 5).
 """
 
 from __future__ import annotations

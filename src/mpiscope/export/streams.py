@@ -278,24 +278,32 @@ def _rma_records(calls: Calls, ev: pl.LazyFrame) -> list[pl.LazyFrame]:
 
 
 def window_records(windows: pl.DataFrame, ev: pl.LazyFrame, calls: Calls) -> list[pl.LazyFrame]:
-    """RmaWinCreate/RmaWinFree: a window's creation is the rank's creating call that comes
-    before the window's first use; its free is MPI_Win_free on it."""
+    """RmaWinCreate/RmaWinFree: a window's creation is the creating call whose request names it
+    (the merge writes the new window's id there); in a trace merged before that, the rank's creating
+    call that comes before the window's first use. Its free is MPI_Win_free on it."""
     free = ev.filter(pl.col("call") == "MPI_Win_free")
-    first_use = (
-        ev.filter(pl.col("comm").is_in(windows["comm"].implode()))
-        .group_by("comm")
-        .agg(pl.col("event").min().alias("_first"))
-        .sort("_first")
-    )
+    ids = windows["comm"].implode()
     creators = (
         ev.filter(pl.col("call").is_in(calls.names("create_win")))
-        .select("thread", pl.col("event").alias("_creator"), pl.col("t_leave_ns").alias("_create_t"))
+        .select("thread", pl.col("event").alias("_creator"), pl.col("t_leave_ns").alias("_create_t"),
+                pl.col("request").alias("comm"))
         .sort("_creator")
     )
-    created = first_use.join_asof(
-        creators, left_on="_first", right_on="_creator", strategy="backward", check_sortedness=False
+    named = creators.filter(pl.col("comm").is_in(ids)).unique("comm", keep="first")
+    first_use = (
+        ev.filter(pl.col("comm").is_in(ids))
+        .group_by("comm")
+        .agg(pl.col("event").min().alias("_first"))
+        .join(named.select("comm"), on="comm", how="anti")
+        .sort("_first")
     )
-    created = created.filter(pl.col("_creator").is_not_null())
+    unnamed = first_use.join_asof(
+        creators.filter(~pl.col("comm").is_in(ids)).drop("comm"), left_on="_first", right_on="_creator",
+        strategy="backward", check_sortedness=False,
+    )
+    created = pl.concat([named.select("comm", "thread", "_creator", "_create_t"),
+                         unnamed.filter(pl.col("_creator").is_not_null()).select("comm", "thread", "_creator",
+                                                                                 "_create_t")])
     return [
         _rec(created, RMA_WIN_CREATE, "_creator", "_create_t", pl.col("comm"), code=False),
         _rec(
