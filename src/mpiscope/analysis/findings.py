@@ -120,8 +120,9 @@ def _suggestion(pattern: str, trace: str, ranks: int) -> str:
         "wait_at_barrier": f"{rebalance}; or drop the barrier if nothing depends on it",
         "wait_at_nxn": rebalance,
         "wait_at_fence": rebalance,
-        "late_broadcast": "let the broadcast adapt to the late root: mpiscope run --bcast adaptive -- ...; "
-                          "or move work off the root",
+        # --bcast adaptive moves late non-roots to the leaves; the root stays first: it cannot help here
+        "late_broadcast": "the broadcast cannot start before its root: move work off the root, or have the root "
+                          "broadcast as soon as its data is ready",
         "early_reduce": f"the root arrives first: give the root more of the work, or {rebalance}",
     }[pattern]
 
