@@ -99,7 +99,8 @@ MS.paint.accumulateEvents = function (acc, tiles, vs, ve, layout, cols, callFami
         let t1 = ev.t1[i];
         if (Number.isNaN(t1)) t1 = tile.attrs.t_end;         // never returned: runs to the end
         if (t1 <= lo) continue;
-        if (tile === tiles[0] || Math.max(t0, vs) >= tile.attrs.t_start) states++;   // once, if in two tiles
+        const first = tile === tiles[0] || Math.max(t0, vs) >= tile.attrs.t_start;   // once, if in two tiles
+        if (first) states++;
         const x0 = (Math.max(t0, lo) - vs) * pxPerNs, x1 = (Math.min(t1, hi) - vs) * pxPerNs;
         const f = callFamily[ev.call[i]] ?? 4;
         const c0 = Math.floor(x0), c1 = Math.min(cols - 1, Math.ceil(x1) - 1);
@@ -110,7 +111,12 @@ MS.paint.accumulateEvents = function (acc, tiles, vs, ve, layout, cols, callFami
           for (let c = c0 + 1; c < c1; c++) acc[base + c * NF + f] += 255;
           acc[base + c1 * NF + f] += 255 * (x1 - c1);
         }
-        if (visit) visit(tile, i, x0, x1, row);
+        // its border and label once, over the whole call in view (not once per tile it spans: a long
+        // MPI_Init showed its label twice and a border where two tiles met)
+        if (visit && first) {
+          const end = Number.isNaN(ev.t1[i]) ? ve : Math.min(ev.t1[i], ve);
+          visit(tile, i, (Math.max(t0, vs) - vs) * pxPerNs, (end - vs) * pxPerNs, row);
+        }
       }
     }
   }
