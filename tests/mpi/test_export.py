@@ -152,3 +152,32 @@ def test_each_window_is_created_in_its_own_call(tmp_path: Path) -> None:
     for calls in inside.values():
         assert [len(c) for c in calls] == [1, 1], calls
         assert calls[0][0].split("Window")[1] != calls[1][0].split("Window")[1]
+
+
+@pytest.mark.mpi(ranks=N)
+def test_perfetto_byte_counters_count_one_sided_bytes(run_traced, tmp_path: Path) -> None:
+    """Each rank's 'sent' counter adds up its messages, collectives and what its puts, accumulates and
+    atomics carried out; 'received' what came in, gets included (one-sided bytes were left out)."""
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace as PTrace
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TrackEvent
+
+    from mpiscope.analysis.stats import summarize
+    from mpiscope.export.perfetto_packets import uuid
+
+    t = run_traced("rma", N)
+    export_perfetto(t, tmp_path / "t.pftrace")
+    p = PTrace()
+    p.ParseFromString((tmp_path / "t.pftrace").read_bytes())
+    counted: Counter[tuple[int, int]] = Counter()
+    for packet in p.packet:
+        if packet.track_event.type == TrackEvent.TYPE_COUNTER:
+            for kind in (4, 5):
+                for r in range(N):
+                    if packet.track_event.track_uuid == uuid(kind, r):
+                        counted[kind, r] += int(packet.track_event.counter_value)
+    per_rank = {r["rank"]: r for r in summarize(t).per_rank.to_dicts()}
+    for r in range(N):
+        s = per_rank[r]
+        assert s["rma_bytes_put"] > 0 and s["rma_bytes_get"] > 0
+        assert counted[4, r] == s["bytes_sent"] + s["collective_bytes_sent"] + s["rma_bytes_put"]
+        assert counted[5, r] == s["bytes_received"] + (s["collective_bytes_received"] or 0) + s["rma_bytes_get"]

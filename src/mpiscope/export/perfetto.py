@@ -5,7 +5,8 @@ A process track per rank with a thread track per recorded thread: one slice per 
 (its arguments as debug annotations), flows from each send to the call that delivered the
 message, the nonblocking operations as async slices from start to completion (on as few
 "nonblocking" lanes as overlap needs), and counters of the bytes each rank sent and
-received per time bin. A Perfetto trace is a sequence of TracePacket fields, so packets
+received per time bin (messages, collectives, and one-sided: what its puts, accumulates and
+atomics carried out, what its gets brought in). A Perfetto trace is a sequence of TracePacket fields, so packets
 are written in batches as they are made (what the package's StreamingTraceProtoBuilder
 does one packet at a time) and the ranks' parts, made in parallel, are concatenated. The
 packets that come one or two per call are encoded a chunk of calls at a time
@@ -28,6 +29,7 @@ import numpy as np
 import polars as pl
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import CounterDescriptor, Trace, TracePacket
 
+from mpiscope.analysis.stats import RMA_GET_CALLS, RMA_PUT_CALLS
 from mpiscope.export import ExportResult, Progress, staged_output
 from mpiscope.export import streams as S
 from mpiscope.export.perfetto_packets import ARGS, async_slices, call_slices, counter_packets, uuid
@@ -188,14 +190,22 @@ def _counters(
     plan: _Plan,
 ) -> None:
     coll = S.with_recv_bytes(trace, ev.lazy().filter(pl.col("coll_id").is_not_null())).collect()
+    # one-sided, as stats counts it (the origin's buffer): out when a put starts, in when a get returns
+    call = pl.col("call").cast(pl.Utf8)
+    puts = ev.filter(call.is_in(RMA_PUT_CALLS)).select(pl.col("t_enter_ns").alias("t"), "bytes")
+    gets = ev.filter(call.is_in(RMA_GET_CALLS) & pl.col("t_leave_ns").is_not_null()).select(
+        pl.col("t_leave_ns").alias("t"), "bytes"
+    )
     flows = {
         4: [
             sends.select(pl.col("t_send_enter_ns").alias("t"), "bytes"),
             coll.select(pl.col("t_enter_ns").alias("t"), "bytes"),
+            puts,
         ],
         5: [
             recvs.select(pl.col("t_recv_leave_ns").alias("t"), pl.col("recv_bytes").alias("bytes")),
             coll.select(pl.col("t_leave_ns").alias("t"), pl.col("recv_bytes").alias("bytes")),
+            gets,
         ],
     }
     for kind, parts in flows.items():
