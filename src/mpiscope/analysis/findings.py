@@ -393,8 +393,10 @@ def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> F
     where = "; ".join(f"{len(c.ranks)} ranks on the {c.cpus} CPU{'s' if c.cpus != 1 else ''} of host {c.host}"
                       + (f" (of its {c.cpus_online}: their affinity masks left out the others)"
                          if c.cpus < c.cpus_online else "") for c in crowded)
-    text = (f"more ranks than CPUs: {where}. The ranks took turns on the CPUs, so up to {fmt_s(lost)} of "
-            f"their time (summed over the ranks) went to waiting for a CPU, and that time is inside the "
+    # no application time (ranks killed in MPI_Init): no share of it to name
+    share = (f", so up to {fmt_s(lost)} of their time (summed over the ranks) went to waiting for a CPU, and that "
+             f"time is" if lost > 0 else ": the time they waited for one is")
+    text = (f"more ranks than CPUs: {where}. The ranks took turns on the CPUs{share} inside the "
             f"waits and MPI times of this diagnosis (an MPI that polls while it waits keeps a CPU busy)")
     most = min(c.cpus for c in crowded)
     advice = (f"run at most {most} rank{'s' if most != 1 else ''} per host (for instance mpiexec -n {most}), "
