@@ -181,3 +181,24 @@ def test_perfetto_byte_counters_count_one_sided_bytes(run_traced, tmp_path: Path
         assert s["rma_bytes_put"] > 0 and s["rma_bytes_get"] > 0
         assert counted[4, r] == s["bytes_sent"] + s["collective_bytes_sent"] + s["rma_bytes_put"]
         assert counted[5, r] == s["bytes_received"] + (s["collective_bytes_received"] or 0) + s["rma_bytes_get"]
+
+
+@pytest.mark.mpi(ranks=N)
+def test_window_creation_carries_no_bytes_in_the_report(run_traced) -> None:
+    """MPI_Win_allocate's row holds the window's size: the report's density counts no bytes for it
+    (50 windows of 1 MiB drew 4 MiB a bin for a run that moved nothing), only what the puts, gets and
+    accumulates carried; stats says what that row's bytes are."""
+    from mpiscope.analysis.stats import summarize
+    from mpiscope.report import source
+
+    t = run_traced("rma", N)
+    v, codes = source.vocab(t)
+    t0, _ = source.time_origin(t)
+    ev = source.event_frame(t, t0, v, codes).collect()
+    names = pl.Series([v.calls[c] for c in ev["call"].to_list()])
+    assert (t.events().filter(pl.col("call").cast(pl.Utf8) == "MPI_Win_allocate").collect()["bytes"] > 0).all()
+    assert (ev.filter(names == "MPI_Win_allocate")["bytes"] == 0).all()
+    one_sided = source.bin_columns(ev.lazy()).collect().filter(pl.col("family") == 2)["pbytes"].sum()
+    s = summarize(t)
+    assert one_sided == s.per_rank["rma_bytes_put"].sum() + s.per_rank["rma_bytes_get"].sum()
+    assert "MPI_Win_allocate: the size of the window, which no data crossed" in s.posted_note

@@ -39,6 +39,9 @@ POSTED_RECV_CALLS = [*_POSTED, *(n + "_c" for n in _POSTED)]
 # started 3.5 MB of messages and showed 0 B.
 _PERSISTENT_SENDS = ("MPI_Send_init", "MPI_Bsend_init", "MPI_Rsend_init", "MPI_Ssend_init", "MPI_Psend_init")
 PERSISTENT_SEND_CALLS = [*_PERSISTENT_SENDS, *(n + "_c" for n in _PERSISTENT_SENDS)]
+# Window creation: its row holds the window's size (IMB-EXT's Window benchmark: 504 KiB of them).
+_WINDOW_SIZE = ("MPI_Win_create", "MPI_Win_allocate", "MPI_Win_allocate_shared", "MPI_Win_attach")
+WINDOW_SIZE_CALLS = frozenset([*_WINDOW_SIZE, *(n + "_c" for n in _WINDOW_SIZE)])
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class Stats:
         if inits:
             notes.append(f"{', '.join(inits)}: bytes of the buffer, once per request; the messages each MPI_Start "
                          f"and MPI_Startall sent count in the per-rank sent bytes")
+        windows = [c for c in calls if c in WINDOW_SIZE_CALLS]
+        if windows:
+            notes.append(f"{', '.join(windows)}: the size of the window, which no data crossed")
         return ". ".join(notes)
 
     @property
