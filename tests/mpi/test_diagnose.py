@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
 import pytest
 from tests.conftest import MPICH, mpiscope_cli
 
@@ -228,3 +229,26 @@ def test_waiting_no_pattern_attributes_is_said(program, tmp_path):
             assert set(found[0]["unattributed_seconds"]) == {"one-sided synchronisation"}
             return
     pytest.fail(f"findings per attempt: {seen}")
+
+
+@pytest.mark.mpi(ranks=2)
+def test_the_eager_limit_comes_from_the_trace(tmp_path: Path) -> None:
+    """Sends of 1-32 KiB to a receiver 5 ms late: those the MPI held until the receive was posted are
+    late receivers, those it let go are not, and the diagnosis finds the limit between them without
+    --eager-limit (MPICH 5.0 holds from 8 KiB; the 64 KiB default saw none of them)."""
+    exe = compile_program(PROGRAMS / "eager_sizes.c", mpicc=str(MPICH.mpicc), out_dir=tmp_path / "build")
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", *MPICH.launch(2), str(exe), "3", "5"],
+                        env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-2000:]
+    t = open_trace(tmp_path / "t")
+    ev = t.events().collect()
+    m = t.messages().collect().join(ev.select(pl.col("event").alias("send_event"), "t_leave_ns"), on="send_event")
+    held = m.filter(pl.col("t_leave_ns") > pl.col("t_recv_enter_ns"))["bytes"]
+    let_go = m.filter(pl.col("t_leave_ns") <= pl.col("t_recv_enter_ns"))["bytes"]
+    assert held.len() >= 3 and let_go.len() >= 3 and held.min() > let_go.max()  # the MPI has a limit in range
+    d = diagnose(t).to_json()
+    assert d["eager_limit_bytes"] == held.min() and any("eager limit" in n for n in d["notes"])
+    late = [w for w in d["wait_states"] if w["pattern"] == "late_receiver"]
+    assert sum(w["instances"] for w in late) == held.len()
+    # given, the limit is the user's
+    assert diagnose(t, eager_limit=65536).to_json()["eager_limit_bytes"] == 65536

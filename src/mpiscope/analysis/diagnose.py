@@ -8,7 +8,7 @@ imbalance, hot spots, and the findings in plain words (`mpiscope diagnose`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -20,6 +20,7 @@ from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
 from mpiscope.analysis.waitstates import (
     DEFAULT_EAGER_LIMIT,
+    observed_eager_limit,
     unattributed_ns,
     wait_events,
     wait_state_rows,
@@ -73,11 +74,22 @@ class Diagnosis:
         }
 
 
-def diagnose(trace: Trace, eager_limit: int = DEFAULT_EAGER_LIMIT) -> Diagnosis:
-    """Diagnose a trace; `eager_limit` (bytes): the smallest MPI_Send/Isend that waits for its receive."""
+def diagnose(trace: Trace, eager_limit: int | None = None) -> Diagnosis:
+    """Diagnose a trace; `eager_limit` (bytes): the smallest MPI_Send/Isend that waits for its receive
+    (None: what the trace shows, where below DEFAULT_EAGER_LIMIT, else that)."""
     hosts = len(set(trace.manifest.get("hosts", {}).values()))
     crowded = oversubscribed(trace.manifest) if cpus_known(trace.manifest) else None
-    return diagnose_frames(load_frames(trace), eager_limit, hosts, crowded)
+    f = load_frames(trace)
+    notes = []
+    if eager_limit is None:
+        seen = observed_eager_limit(f)
+        eager_limit = DEFAULT_EAGER_LIMIT
+        if seen is not None and seen < DEFAULT_EAGER_LIMIT:
+            eager_limit = seen
+            notes.append(f"eager limit {seen:,} B, from the trace: its blocking sends of that size and more waited "
+                         f"for their receives, smaller ones did not (--eager-limit sets it)")
+    d = diagnose_frames(f, eager_limit, hosts, crowded)
+    return replace(d, notes=notes + d.notes) if notes else d
 
 
 def file_io(f: Frames) -> tuple[tuple[str, str, int] | None, float | None]:

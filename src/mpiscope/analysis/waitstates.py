@@ -219,6 +219,45 @@ def _polling_loop_before(f: Frames, done: I64) -> tuple[I64, I64]:
     return rows.astype(np.int64), k.astype(np.int64)
 
 
+# The fewest sends on each side of an eager limit the trace must show (held from it on, not below),
+# and the largest share of them that may contradict it.
+OBSERVED_SENDS = 3
+CONTRADICTING_SHARE = 0.2
+
+
+def observed_eager_limit(f: Frames) -> int | None:
+    """The smallest message size from which the run's MPI_Send/Isend/Sendrecv waited for their
+    receive, from the trace itself, or None where it does not show one. Among the sends whose receive
+    was posted while the sending (or completing) call was running, those still inside it then were held
+    (rendezvous), the others had returned (eager): the limit is the held size that best splits them,
+    held from it on and not below, with OBSERVED_SENDS on each side and at most CONTRADICTING_SHARE of
+    them on the wrong one. MPICH 5.0's wheel waits from 8 KiB, below the 64 KiB default: late receivers
+    of 8-56 KiB went unseen."""
+    m = f.messages
+    if not m.height:
+        return None
+    tm = _Times(f)
+    send = m["send_event"].to_numpy()
+    ok = f.code_table(RENDEZVOUS_SENDS)[f.call_codes()[send]]
+    w = tm.waiting_call(send)
+    ready = m["t_recv_enter_ns"].to_numpy()
+    ok &= (tm.enter[w] < ready) & (tm.leave[w] >= 0) & (ready >= 0)
+    nbytes = m["bytes"].to_numpy()[ok]
+    held = tm.leave[w[ok]] > ready[ok]
+    if held.sum() < OBSERVED_SENDS or (~held).sum() < OBSERVED_SENDS:
+        return None
+    order = np.argsort(nbytes, kind="stable")
+    nbytes, held = nbytes[order], held[order]
+    sizes = np.unique(nbytes[held])
+    first = np.searchsorted(nbytes, sizes)          # messages below each candidate limit
+    held_below = np.cumsum(held)[np.maximum(first - 1, 0)] * (first > 0)
+    not_held_from = (~held).sum() - (first - held_below)
+    wrong = held_below + not_held_from
+    best = int(np.argmin(wrong))
+    enough = first[best] >= OBSERVED_SENDS and nbytes.size - first[best] >= OBSERVED_SENDS
+    return int(sizes[best]) if enough and wrong[best] <= CONTRADICTING_SHARE * nbytes.size else None
+
+
 def _late_receiver(f: Frames, tm: _Times, eager_limit: int) -> pl.DataFrame:
     m = f.messages
     send = m["send_event"].to_numpy()

@@ -30,9 +30,10 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace_dir", type=Path, metavar="TRACE")
     p.add_argument("--json", metavar="FILE", help="write the whole diagnosis as JSON (- for stdout)")
     p.add_argument("--top", type=int, default=10, help="findings and wait-state rows shown (default 10)")
-    p.add_argument("--eager-limit", default=str(DEFAULT_EAGER_LIMIT), metavar="BYTES",
+    p.add_argument("--eager-limit", default=None, metavar="BYTES",
                    help="MPI_Send/Isend/Sendrecv of at least this many bytes wait for their receive "
-                        f"(rendezvous; default {DEFAULT_EAGER_LIMIT // 1024}K); MPI_Ssend always does")
+                        f"(rendezvous; default: what the trace's sends show where below {DEFAULT_EAGER_LIMIT // 1024}K, "
+                        f"else {DEFAULT_EAGER_LIMIT // 1024}K); MPI_Ssend always does")
 
 
 def render(d: Diagnosis, top: int) -> None:
@@ -67,7 +68,7 @@ def render(d: Diagnosis, top: int) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise UsageError(f"--top {args.top} shows nothing; give a positive number, e.g. --top 10")
-    eager_limit = parse_bytes(args.eager_limit, "--eager-limit")
+    eager_limit = parse_bytes(args.eager_limit, "--eager-limit") if args.eager_limit is not None else None
     d = diagnose(open_trace(args.trace_dir), eager_limit=eager_limit)
     if args.json != "-":
         render(d, args.top)
