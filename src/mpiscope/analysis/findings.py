@@ -30,7 +30,7 @@ COMM_BOUND_SHARE = 0.25
 # The late rank's extra computation before its late call explains a wait when it is
 # at least this share of the mean wait; below, the text says the rank was held up earlier.
 DELAY_EXPLAINS = 0.1
-# A later exit from MPI_Init that is at least this share of the mean wait makes it the start-up's.
+# A wait at least this share of which the late rank spent still inside MPI_Init is the start-up's.
 START_UP_EXPLAINS = 0.5
 START_UP_ADVICE = ("nothing to change in the program for this wait: the ranks left MPI_Init at different times "
                    "(processes started and connected one after another); it does not grow with the run")
@@ -149,8 +149,8 @@ def _held_up_advice(rank: int, crowded: bool | None) -> str:
 
 
 def _start_up(r: dict[str, Any]) -> bool:
-    """The late rank came straight from MPI_Init, which it left later than the waiting ranks by
-    most of their wait (wait_findings' start_up, per waiting call): the MPI's start-up held it."""
+    """The late rank was still inside MPI_Init for most of the wait (wait_findings' start_up, per
+    waiting call): the MPI's start-up held it, not the program."""
     return bool(r.get("start_up"))
 
 
@@ -158,8 +158,8 @@ def _cause_text(r: dict[str, Any]) -> str:
     late = f"rank {r['cause_rank']}"
     where = f"{r['cause_call']} at {short_site(r['cause_callsite'])}"
     if _start_up(r):
-        return (f"{late} left MPI_Init {fmt_s(r['init_skew_ns'] / 1e9)} later (mean per waiting call) and went "
-                f"straight on to {where}: the MPI's start-up, not the program's work")
+        return (f"{late} was still inside MPI_Init for {fmt_s(r['in_init_ns'] / 1e9)} of it (mean per waiting "
+                f"call), then went on to {where}: the MPI's start-up, not the program's work")
     if _explained(r):
         # delay_ns is a mean per waiting call; the wait before it is their sum (put_pscw: "waited 20 ms
         # ..., 24 times; rank 0 computed 834 µs longer" read as 4 % explained, not all of it)
@@ -175,17 +175,16 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
     a hot spot (a master serving the others) are cured by spreading its work, not by rebalancing.
     `crowded`: more ranks than CPUs shared a host (None: not known)."""
     keys = ["pattern", "call", "callsite", "cause_rank", "cause_call", "cause_callsite", "start_up"]
-    if "init_skew_ns" not in waits.columns:
-        waits = waits.with_columns(pl.lit(None, pl.Int64).alias("init_skew_ns"))
-    # the first synchronisation after MPI_Init, where the late rank's later exit from it is most of the
-    # wait, is a finding of its own (the same call site's later waits are the program's)
-    start_up = (pl.col("init_skew_ns") >= START_UP_EXPLAINS * pl.col("wait_ns")) & \
-        (pl.col("delay_ns") <= DELAY_EXPLAINS * pl.col("wait_ns"))
-    groups = (waits.with_columns(start_up.fill_null(False).alias("start_up")).group_by(keys).agg(pl.col("wait_ns").sum(), pl.len().alias("instances"),
+    if "in_init_ns" not in waits.columns:
+        waits = waits.with_columns(pl.lit(0, pl.Int64).alias("in_init_ns"))
+    # a wait most of which the late rank spent still inside MPI_Init is a finding of its own (the same
+    # call site's later waits are the program's)
+    start_up = (pl.col("in_init_ns") >= START_UP_EXPLAINS * pl.col("wait_ns")).fill_null(False).alias("start_up")
+    groups = (waits.with_columns(start_up).group_by(keys).agg(pl.col("wait_ns").sum(), pl.len().alias("instances"),
                                        pl.col("rank").unique().sort().alias("ranks"), pl.col("delay_ns").mean(),
                                        pl.col("cause_from_callsite").drop_nulls().first(),
                                        pl.col("reorderable").mean().alias("reorderable"),
-                                       pl.col("init_skew_ns").mean())
+                                       pl.col("in_init_ns").mean())
               .with_columns(pl.col(c).cast(pl.Utf8) for c in ("pattern", "call", "callsite", "cause_call",
                                                               "cause_callsite", "cause_from_callsite")))
     out = []
@@ -420,7 +419,10 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     `longest_io`, `io_moving_share`: file_io_finding's."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
-    caused = (waits.filter(pl.col("pattern").cast(pl.Utf8).is_in(POINT_TO_POINT_WAITS))
+    # what others waited for a hot spot while it was still starting up (in MPI_Init) is not its load
+    program = (pl.col("in_init_ns") < START_UP_EXPLAINS * pl.col("wait_ns")) if "in_init_ns" in waits.columns \
+        else pl.lit(True)
+    caused = (waits.filter(pl.col("pattern").cast(pl.Utf8).is_in(POINT_TO_POINT_WAITS) & program)
               .group_by("cause_rank").agg(pl.col("wait_ns").sum()))
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots),

@@ -339,9 +339,8 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
     cause_call, cause_callsite, cause_from_callsite (the late rank's previous call),
     cause_time_ns, cause_compute_ns (computation before the late call), delay_ns
     (that computation minus the waiting rank's own before its wait), reorderable (wrong order
-    only: the later receive follows with no send between), init_skew_ns (where the late call is the
-    late rank's first after MPI_Init: how much later than the waiting rank it left MPI_Init, else
-    null)."""
+    only: the later receive follows with no send between), in_init_ns (how much of the wait the late
+    rank was still inside MPI_Init)."""
     tm = _Times(f)
     c = pl.concat([_late_sender(f, tm), _late_receiver(f, tm, eager_limit), _collectives(f, tm),
                    _kth_calls(f, tm, FENCE, "wait_at_fence"), _kth_calls(f, tm, COMM_CREATE | WINDOW_NXN, "wait_at_nxn")])
@@ -357,15 +356,12 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
 
     cause_compute = compute_before(cause, prev_cause)
     # Ranks leave MPI_Init at different times (the MPI's start-up: 57 ms apart in a CloverLeaf run);
-    # the first synchronisation after it waits for the last one out, whatever the program does.
+    # what a rank waits for another still inside it is no wait the program made
     codes, rank = f.call_codes(), f.column("rank")
     init = f.code_table(INIT_CALLS)[codes]
     init_leave = np.full(f.ranks, -1, np.int64)
     np.maximum.at(init_leave, rank[init], tm.leave[init])
-    after_init = (prev_cause >= 0) & init[np.maximum(prev_cause, 0)]
-    skew_known = after_init & (init_leave[rank[w]] >= 0)
-    init_skew = pl.Series("init_skew_ns", init_leave[rank[cause]] - init_leave[rank[w]]).set(
-        pl.Series(~skew_known), None)
+    in_init = np.clip(init_leave[rank[cause]] - tm.enter[w], 0, c["wait_ns"].to_numpy())
     return pl.DataFrame([
         c["event"], ev["rank"].gather(w), ev["call"].gather(w), ev["callsite"].gather(w),
         pl.Series("pattern", PATTERNS, dtype=PATTERN_ENUM).gather(c["pattern"]),
@@ -374,7 +370,8 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
         ev["callsite"].gather(cause).alias("cause_callsite"),
         ev["callsite"].gather(pl.Series(prev_cause).replace(-1, None)).alias("cause_from_callsite"),
         pl.Series("cause_time_ns", tm.enter[cause]), pl.Series("cause_compute_ns", cause_compute),
-        pl.Series("delay_ns", cause_compute - compute_before(w, prev_w)), c["reorderable"], init_skew,
+        pl.Series("delay_ns", cause_compute - compute_before(w, prev_w)), c["reorderable"],
+        pl.Series("in_init_ns", in_init),
     ])
 
 
