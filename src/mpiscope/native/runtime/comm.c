@@ -64,6 +64,18 @@ uint16_t msc_handle_lookup(uint64_t key)
     return MSC_COMM_UNKNOWN;
 }
 
+uint16_t msc_comm_known(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD) return 0;
+    if (comm == MPI_COMM_SELF) return 1;
+    return msc_handle_lookup(MSC_KEY(comm));
+}
+
+uint16_t msc_win_known(MPI_Win win)
+{
+    return msc_handle_lookup(MSC_KEY(win));
+}
+
 /* Caller holds comm_lock. */
 static void handle_set(uint64_t key, uint32_t id)
 {

@@ -131,6 +131,9 @@ void msc_warn(const char *what, const char *path, int err);
 
 /* communicators (comm.c) */
 uint16_t msc_handle_lookup(uint64_t key);
+/* The id of a communicator or window already known, else MSC_COMM_UNKNOWN (never registers). */
+uint16_t msc_comm_known(MPI_Comm comm);
+uint16_t msc_win_known(MPI_Win win);
 void msc_comm_forget(MPI_Comm comm);
 void msc_win_forget(MPI_Win win);
 uint16_t msc_comm_created(uint16_t parent, int32_t seq, MPI_Comm newcomm, int same_group);
@@ -323,19 +326,6 @@ MSC_HOT uint16_t msc_comm_id(MPI_Comm comm)
     if (comm == MPI_COMM_SELF) return 1;
     uint16_t id = msc_handle_lookup(MSC_KEY(comm));
     return MSC_LIKELY(id != MSC_COMM_UNKNOWN) ? id : msc_comm_register_unknown(comm);
-}
-
-/* The id of a communicator or window already known, else MSC_COMM_UNKNOWN (never registers). */
-static inline uint16_t msc_comm_known(MPI_Comm comm)
-{
-    if (comm == MPI_COMM_WORLD) return 0;
-    if (comm == MPI_COMM_SELF) return 1;
-    return msc_handle_lookup(MSC_KEY(comm));
-}
-
-static inline uint16_t msc_win_known(MPI_Win win)
-{
-    return msc_handle_lookup(MSC_KEY(win));
 }
 
 static inline uint16_t msc_win_id(MPI_Win win)
