@@ -185,13 +185,20 @@ def test_polling_and_one_sided_synchronisation_are_not_busy_time():
             run.call(0, "MPI_Test", 100 + 200 * i, 250 + 200 * i)
             if sends:
                 run.call(1, "MPI_Bsend", 100 + 200 * i, 290 + 200 * i)
-        run.call(0, "MPI_Win_wait", 8_100, 9_900)
+        run.call(0, "MPI_Win_wait", 8_100, 9_100)
+        # a flush and an unlock wait for their target to carry out the operations (IMB-RMA's
+        # flushes while the target sat in a barrier): synchronisation too, not moving data
+        run.call(0, "MPI_Win_flush", 9_100, 9_500)
+        run.call(0, "MPI_Win_unlock", 9_500, 9_900)
         return diagnose_frames(run.frames()).to_json()["findings"]
 
     assert not [f for f in run_with(False) if f["kind"] == "communication_bound"]
     (busy,) = [f for f in run_with(True) if f["kind"] == "communication_bound"]
     assert busy["seconds"] == pytest.approx(40 * 190 / 1e9)
     assert "left out: 6 µs of polling and 1.8 µs of one-sided synchronisation" in busy["text"], busy["text"]
+    (unsaid,) = [f for f in run_with(False) if f["kind"] == "unattributed_wait"]
+    assert unsaid["unattributed_seconds"]["one-sided synchronisation"] == pytest.approx(1_800 / 1e9)
+    assert "flush and unlock" in unsaid["suggestion"]
 
 
 def test_findings_name_a_cpp_call_site_by_its_function_and_line():

@@ -104,8 +104,12 @@ RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_
 # epoch. Their time is not "busy" (diagnose's communication-bound finding leaves it out).
 POLLING = frozenset({"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "MPI_Iprobe", "MPI_Improbe"})
 PROBES = frozenset({"MPI_Iprobe", "MPI_Improbe"})
+# Flushes and unlocks count too: they return once the target has carried out the epoch's operations,
+# which needs its progress (and MPICH grants a contended lock only then): a sweep's IMB-RMA spent
+# 6.1 s in MPI_Win_flush while its targets sat in a barrier, and the run read as communication-bound.
 RMA_SYNC = frozenset({"MPI_Win_post", "MPI_Win_start", "MPI_Win_complete", "MPI_Win_wait", "MPI_Win_test",
-                      "MPI_Win_lock", "MPI_Win_lock_all"})
+                      "MPI_Win_lock", "MPI_Win_lock_all", "MPI_Win_unlock", "MPI_Win_unlock_all",
+                      "MPI_Win_flush", "MPI_Win_flush_all", "MPI_Win_flush_local", "MPI_Win_flush_local_all"})
 
 _CANDIDATE = {"event": pl.Int64, "pattern": pl.UInt8, "ready_ns": pl.Int64, "cause_rank": pl.Int32,
               "cause_event": pl.Int64, "reorderable": pl.Boolean}
