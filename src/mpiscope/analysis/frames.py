@@ -17,7 +17,7 @@ import polars as pl
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.errors import TraceCorrupt
 from mpiscope.machine import require_memory
-from mpiscope.trace import START_CALLS, Trace, file_io_calls
+from mpiscope.trace import START_CALLS, Trace, file_io_calls, file_io_waits
 
 # Not communication: stats.py leaves them out of the time in MPI too.
 ENV_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol")
@@ -178,15 +178,10 @@ def file_io_rows(f: Frames) -> npt.NDArray[np.bool_]:
     nothing else (MPI_File_iread_at ... MPI_Wait: the wait is the read's time, not communication;
     a wait that also completed a message stays communication). Made once per Frames."""
     if "file_io" not in f._arrays:
-        io = f.code_table(frozenset(file_io_calls(f.call_names)))[f.call_codes()]
-        by = f.column("completed_by")
-        done = by >= 0
-        if (io & done).any():
-            completes_io = np.zeros(io.size, bool)
-            completes_io[by[io & done]] = True
-            completes_other = np.zeros(io.size, bool)
-            completes_other[by[~io & done]] = True
-            io = io | (completes_io & ~completes_other)
+        names = file_io_calls(f.call_names)
+        io = f.code_table(frozenset(names))[f.call_codes()]
+        if io.any():  # event ids are row numbers here
+            io[file_io_waits(f.events.lazy(), pl.col("call").is_in(names)).to_numpy()] = True
         io.flags.writeable = False
         f._arrays["file_io"] = io  # type: ignore[assignment]
     return f._arrays["file_io"]  # type: ignore[return-value]

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
-from mpiscope.trace import START_CALLS, Trace, file_io_calls
+from mpiscope.trace import START_CALLS, Trace, file_io_calls, file_io_waits
 from mpiscope.trace.placement import oversubscribed
 
 ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
@@ -260,16 +260,10 @@ def _every_rank(per_rank: pl.DataFrame, ranks: int) -> pl.DataFrame:
 def _waits_for_file_io(per_rank: pl.DataFrame, ev: pl.LazyFrame, calls_in: Callable[[list[str]], pl.Expr],
                        names: list[str]) -> pl.DataFrame:
     """io_time_ns with the time of the waits and tests that completed nonblocking file accesses
-    (MPI_File_iwrite_at ... MPI_Wait) and nothing else, as the diagnosis counts it (frames.py's
-    file_io_rows). Only for a trace with MPI-IO: two more scans, of the few rows they select."""
-    io = calls_in(file_io_calls(names))
-    waits = (ev.filter(io & pl.col("completed_by").is_not_null()).select(pl.col("completed_by").alias("event"))
-             .unique().collect(engine="streaming"))
-    if not waits.height:
+    and nothing else (file_io_waits), as the diagnosis counts it. Only for a trace with MPI-IO."""
+    only_io = file_io_waits(ev, calls_in(file_io_calls(names)))
+    if not only_io.len():
         return per_rank
-    also_other = (ev.filter(~io & pl.col("completed_by").is_in(waits["event"].implode()))
-                  .select("completed_by").unique().collect(engine="streaming"))
-    only_io = waits.filter(~pl.col("event").is_in(also_other["completed_by"].implode()))["event"]
     waited = (ev.filter(pl.col("event").is_in(only_io.implode())).group_by("rank")
               .agg(pl.col("dur_ns").sum().alias("waited")).collect(engine="streaming"))
     return per_rank.join(waited, on="rank", how="left").with_columns(

@@ -26,7 +26,7 @@ import polars as pl
 from mpiscope.errors import SimError
 from mpiscope.machine import require_memory
 from mpiscope.mapping.patterns import Pattern
-from mpiscope.trace import FILE_IO_PREFIX, START_CALLS, Trace
+from mpiscope.trace import FILE_IO_PREFIX, START_CALLS, Trace, file_io_waits
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
 MAX_COMMS = 4096          # MAX_COMMS in replay.cpp
@@ -159,8 +159,7 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
     io = pl.col("call").str.starts_with(FILE_IO_PREFIX)
     n_io = ev.filter(io).height
     if n_io:
-        waits = (ev.filter(pl.col("completed_by").is_not_null()).group_by("completed_by")
-                 .agg(io.all().alias("only_io")).filter("only_io")["completed_by"])
+        waits = file_io_waits(ev.lazy(), io)
         ev = ev.filter(~io & ~pl.col("event").is_in(waits.implode()))
         notes.append(f"{n_io} MPI-IO calls" + (f" and {waits.len()} waits for them" if waits.len() else "")
                      + " are replayed as the time they took, as computation of their rank (file I/O is not "
