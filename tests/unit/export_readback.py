@@ -115,7 +115,7 @@ def read_otf2_print(path: Path) -> pl.DataFrame:
         group_members[int(m.group(1))] = [int(x) for x in re.findall(r"(\d+) \(\"", m.group(2))]
     comm_group = {
         int(m.group(1)): int(m.group(2))
-        for m in re.finditer(r"^COMM\s+(\d+)\s+Name: .*Group: \".*\" <(\d+)>", defs, re.MULTILINE)
+        for m in re.finditer(r"^COMM\s+(\d+)\s+Name: .*Group: \"[^\"]*\" <(\d+)>", defs, re.MULTILINE)
     }
     comm_name = {
         int(m.group(1)): m.group(2)

@@ -125,3 +125,24 @@ def test_long_ranks_are_written_in_chunks(
     export_otf2(halo, tmp_path / "chunks")
     a, b = read_otf2(tmp_path / "whole"), read_otf2(tmp_path / "chunks")
     assert a.equals(b)
+
+
+def test_communicators_have_their_parents(tmp_path: Path) -> None:
+    """The recorded communicator example (tests/data/merge/comms): MPI_Comm_dup of the world is
+    comm 10, MPI_Comm_split of it makes 8 and 9; Score-P gives each its parent, so does the export.
+    The intercommunicator (11), made from 8 on one side and 9 on the other, has none."""
+    import tarfile
+
+    import otf2
+
+    from mpiscope.trace import open_trace
+    from mpiscope.trace.merge import merge_trace
+
+    with tarfile.open(Path(__file__).parent.parent / "data" / "merge" / "comms" / "trace.tar.xz") as tar:
+        tar.extractall(tmp_path / "t", filter="data")
+    merge_trace(tmp_path / "t")
+    export_otf2(open_trace(tmp_path / "t", merge=False), tmp_path / "otf2")
+    with otf2.reader.open(str(tmp_path / "otf2" / "traces.otf2")) as tr:
+        parent = {c.name: c.parent.name if c.parent is not None else None for c in tr.definitions.comms}
+    assert parent["MPI_COMM_WORLD"] is None and parent["comm 10"] == "MPI_COMM_WORLD"
+    assert parent["comm 8"] == parent["comm 9"] == "comm 10" and parent["comm 11"] is None

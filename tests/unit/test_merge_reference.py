@@ -19,7 +19,10 @@ does), the `bytes` of those rows were written again too (p2pmodes: 8 rows, skew5
 since an MPI_Startall whose requests one call completed carries that completion (as an
 MPI_Irecv does), so were p2pmodes' 6 Startall rows' t_complete_ns and completed_by. Since a
 window-creating call's request names the window by its id in the trace (comms.parquet's comm)
-rather than the rank's own, so were rma's 4 MPI_Win_allocate rows' request (2 -> 5).
+rather than the rank's own, so were rma's 4 MPI_Win_allocate rows' request (2 -> 5); and since a
+communicator-creating call's (not MPI_Comm_idup's) does the same for the new communicator, so were
+coll's 8 (MPI_Comm_split 2 -> 3, MPI_Cart_create 3 -> 6) and comms' 16 (MPI_Comm_dup,
+MPI_Comm_split, MPI_Intercomm_create, MPI_Dist_graph_create_adjacent: local ids -> 10, 8/9, 11, 1).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import polars as pl
 
 from mpiscope.export import ExportResult, Progress, staged_output
 from mpiscope.export import streams as S
-from mpiscope.export.otf2_defs import comm_ranks, write_definitions
+from mpiscope.export.otf2_defs import comm_parents, comm_ranks, write_definitions
 from mpiscope.export.otf2_events import EventWriters, code_values, translate, write_location
 from mpiscope.export.pool import run_groups
 from mpiscope.trace import Trace, open_trace
@@ -81,6 +81,7 @@ class _Plan:
     used: list[int]
     threads: list[tuple[int, int]]
     clock: tuple[int, int, int]
+    parents: dict[int, int]  # communicator -> parent (comm_parents: one scan, not one per part)
 
 
 def _open(
@@ -100,7 +101,7 @@ def _open(
     w.description = " ".join(str(a) for a in trace.manifest.get("command", []))
     comms, local = comm_ranks(trace)
     threads = pl.DataFrame(plan.threads, schema={"rank": pl.Int32, "thread": pl.Int32}, orient="row")
-    return w, trace, comms, local, write_definitions(w, trace, plan.names, plan.used, threads, comms)
+    return w, trace, comms, local, write_definitions(w, trace, plan.names, plan.used, threads, comms, plan.parents)
 
 
 def _write_part(
@@ -154,6 +155,7 @@ def export_otf2(
         used,
         [(int(r), int(t)) for r, t in spans.select("rank", "thread").iter_rows()],
         (t0, t1 - t0, _realtime_ns(trace)),
+        comm_parents(trace, trace.comms().collect()),
     )
     per_rank = spans.group_by("rank").agg(pl.col("n").sum()).sort("rank")
     with staged_output(out, force, is_dir=True) as stage:

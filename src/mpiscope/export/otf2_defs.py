@@ -33,6 +33,30 @@ def comm_ranks(trace: Trace) -> tuple[pl.DataFrame, pl.DataFrame]:
     return comms, local.with_columns(pl.col("world").cast(pl.Int64), pl.col("local").cast(pl.Int64))
 
 
+def comm_parents(trace: Trace, comms: pl.DataFrame) -> dict[int, int]:
+    """Each communicator's parent (the communicator of the call that created it: MPI_Comm_dup's,
+    MPI_Comm_split's, MPI_Intercomm_create's local one), as Score-P writes it. The merge names the new
+    communicator in the creating call's request; a parent is kept only where every member named it
+    with the same parent and is a member of that parent, so a trace merged before (whose request
+    held rank-local ids) gets none rather than a wrong one."""
+    names = [c["name"] for c in trace.manifest.get("calls", [])
+             if c.get("role") == "create" and not c.get("starts_request")]
+    made = (trace.events().filter(pl.col("call").is_in(names) & pl.col("request").is_not_null())
+            .select("rank", pl.col("request").alias("new"), pl.col("comm").alias("parent")).unique()
+            .collect(engine="streaming"))
+    members = {int(r["comm"]): set(r["ranks"] or []) | set(r["remote_ranks"] or [])
+               for r in comms.iter_rows(named=True)}
+    parents = {}
+    for (new,), rows in made.partition_by("new", as_dict=True).items():
+        parent = rows["parent"].unique()
+        if parent.len() != 1 or new not in members or parent[0] not in members or parent[0] == new:
+            continue
+        ranks = set(rows["rank"].to_list())
+        if ranks == members[new] and ranks <= members[parent[0]]:
+            parents[int(new)] = int(parent[0])
+    return parents
+
+
 Locations = dict[tuple[int, int], Any]
 
 
@@ -60,11 +84,11 @@ def _system_tree(w: otf2.writer.Writer, trace: Trace, threads: pl.DataFrame) -> 
 
 
 def _comms(
-    w: otf2.writer.Writer, comms: pl.DataFrame, firsts: list[Any]
+    w: otf2.writer.Writer, comms: pl.DataFrame, firsts: list[Any], parents: dict[int, int]
 ) -> tuple[dict[int, int], dict[int, int]]:
     """Score-P's layout: the ranks' first locations form the COMM_LOCATIONS group; a
-    communicator's COMM_GROUP lists its members in communicator-rank order. Returns the Comm
-    and RmaWin refs by trace id."""
+    communicator's COMM_GROUP lists its members in communicator-rank order; its parent (comm_parents)
+    is defined before it. Returns the Comm and RmaWin refs by trace id."""
     d = w.definitions
     d.group(
         "MPI_COMM_WORLD locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=firsts
@@ -81,12 +105,22 @@ def _comms(
     comm_refs: dict[int, int] = {}
     win_refs: dict[int, int] = {}
     by_members: dict[tuple[int, ...], Any] = {}
-    for row in comms.filter(pl.col("kind") != "window").sort("comm").iter_rows(named=True):
-        cid, members, remote = int(row["comm"]), list(row["ranks"] or []), list(row["remote_ranks"] or [])
-        name = "MPI_COMM_WORLD" if cid == 0 else f"comm {cid}"
-        c = d.comm(name, group=comm_group(f"{name} group", members + remote))
-        if row["kind"] != "inter":
-            by_members.setdefault(tuple(members), c)
+    made: dict[int, Any] = {}
+    rows = {int(r["comm"]): r for r in comms.filter(pl.col("kind") != "window").iter_rows(named=True)}
+
+    def define(cid: int, below: tuple[int, ...] = ()) -> Any:
+        if cid not in made:
+            row, up = rows[cid], parents.get(cid)
+            parent = define(up, below + (cid,)) if up in rows and up not in below else None
+            members, remote = list(row["ranks"] or []), list(row["remote_ranks"] or [])
+            name = "MPI_COMM_WORLD" if cid == 0 else f"comm {cid}"
+            made[cid] = d.comm(name, group=comm_group(f"{name} group", members + remote), parent=parent)
+        return made[cid]
+
+    for cid in sorted(rows):
+        c = define(cid)
+        if rows[cid]["kind"] != "inter":
+            by_members.setdefault(tuple(rows[cid]["ranks"] or []), c)
         comm_refs[cid] = int(c._ref)
     for row in comms.filter(pl.col("kind") == "window").sort("comm").iter_rows(named=True):
         wid, key = int(row["comm"]), tuple(row["ranks"] or [])
@@ -103,6 +137,7 @@ def write_definitions(
     used: list[int],
     threads: pl.DataFrame,
     comms: pl.DataFrame,
+    parents: dict[int, int],
 ) -> tuple[Locations, dict[int, int], dict[int, int], dict[int, int]]:
     """Write the definitions; return locations by (rank, thread), region refs by call code,
     Comm refs and RmaWin refs by trace id."""
@@ -118,5 +153,5 @@ def write_definitions(
         )
         for code in used
     }
-    comm_refs, win_refs = _comms(w, comms, firsts)
+    comm_refs, win_refs = _comms(w, comms, firsts, parents)
     return locations, regions, comm_refs, win_refs

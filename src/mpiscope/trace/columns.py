@@ -156,18 +156,22 @@ def build_records(files: list[RankFile], calls: CallTable, clocks: dict[int, Ran
     lut, width = _comm_lut(local)
     c = native.columns(_blocks(files, {r: i for i, r in enumerate(clocks)}), table, calls.role, calls.starts,
                        FIRST_TABLE_ID, lut, width)
-    _window_ids(c, lut, width)
+    _created_ids(c, calls, lut, width)
     return Records(clocks=clocks, **c), comms
 
 
-def _window_ids(c: dict[str, np.ndarray], lut: np.ndarray, width: int) -> None:
-    """A window-creating call's record names the new window by its rank-local id: the trace's id
-    instead (comms.parquet's comm, as the window's later calls name it), so that the export puts each
-    window's creation in the call that made it (two windows created before either was used both
-    went into the second MPI_Win_create)."""
-    win = np.flatnonzero((c["role"] == ROLE["create_win"]) & (c["req"] > 0) & (c["req"] < width))
-    if not win.size or not lut.size:
+def _created_ids(c: dict[str, np.ndarray], calls: CallTable, lut: np.ndarray, width: int) -> None:
+    """A call that creates a communicator or window names the new one in its record by its rank-local
+    id: the trace's id instead (comms.parquet's comm, as the later calls on it name it), so that the
+    export puts each window's creation in the call that made it (two windows created before either
+    was used both went into the second MPI_Win_create) and gives each communicator its parent.
+    MPI_Comm_idup's record keeps its request id, which its completion names."""
+    makes = (calls.role == ROLE["create_win"]) | ((calls.role == ROLE["create"]) & ~calls.starts)
+    call = c["call"].astype(np.int64)
+    rows = np.flatnonzero((call < makes.size) & makes[np.minimum(call, makes.size - 1)]
+                          & (c["req"] > 0) & (c["req"] < width))
+    if not rows.size or not lut.size:
         return
-    at = c["rank"][win].astype(np.int64) * width + c["req"][win].astype(np.int64)
+    at = c["rank"][rows].astype(np.int64) * width + c["req"][rows].astype(np.int64)
     dense = np.where(at < lut.size, lut[np.minimum(at, lut.size - 1)], -1)
-    c["req"][win] = np.maximum(dense, 0).astype(c["req"].dtype)  # 0: unknown (the events' request is null)
+    c["req"][rows] = np.maximum(dense, 0).astype(c["req"].dtype)  # 0: unknown (the events' request is null)
