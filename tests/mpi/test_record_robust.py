@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 from tests.conftest import MPICH
 
+from mpiscope.analysis.diagnose import diagnose
 from mpiscope.trace import record as R
 
 N = 4
@@ -59,10 +60,15 @@ def test_crash_leaves_readable_partial_trace(run_traced, how, state):
     m = t.messages().collect()
     assert m.height == iters * N and m.filter(pl.col("src") == 1).height == iters
     assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
+    ended = diagnose(t).ended_early or ""
+    assert ended.startswith("the run ended early") and ended.endswith("the diagnosis covers the run up to there")
+    assert {"abort": "rank 1 called MPI_Abort at main (crash.c:", "segv": "rank 1 killed by a signal",
+            "kill": "rank 1 stopped"}[how] in ended, ended
     if how != "abort":
-        # the survivors were killed inside the barrier: the trace says where they were
+        # the survivors were killed inside the barrier: the trace says where they were, so does the diagnosis
         stuck = t.manifest["unfinished_calls"]
         assert {stuck.get(f"{r}.0") for r in (0, 2, 3)} == {"MPI_Barrier"}
+        assert "ranks 0, 2-3 stopped inside MPI_Barrier" in ended, ended
 
 
 @pytest.mark.mpi(ranks=2)

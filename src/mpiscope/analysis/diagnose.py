@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.critical import CriticalPath, critical_path
-from mpiscope.analysis.findings import Finding, build_findings, oversubscribed_finding
+from mpiscope.analysis.findings import Finding, build_findings, fmt_ranks, oversubscribed_finding, short_site
 from mpiscope.analysis.frames import Frames, file_io_rows, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
@@ -48,6 +48,8 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     # more ranks than CPUs on a host: a fact of the run, inside every finding, so said apart
     oversubscribed: Finding | None = None
+    # a run that did not reach MPI_Finalize everywhere (ended_early): the findings cover it up to there
+    ended_early: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         if self.imbalance is not None:
@@ -71,6 +73,7 @@ class Diagnosis:
                          for r in self.per_rank.iter_rows(named=True)],
             "notes": self.notes,
             "oversubscribed": self.oversubscribed.to_json() if self.oversubscribed else None,
+            "ended_early": self.ended_early,
         }
 
 
@@ -89,7 +92,37 @@ def diagnose(trace: Trace, eager_limit: int | None = None) -> Diagnosis:
             notes.append(f"eager limit {seen:,} B, from the trace: its blocking sends of that size and more waited "
                          f"for their receives, smaller ones did not (--eager-limit sets it)")
     d = diagnose_frames(f, eager_limit, hosts, crowded)
-    return replace(d, notes=notes + d.notes) if notes else d
+    return replace(d, notes=notes + d.notes, ended_early=ended_early(trace, f))
+
+
+def ended_early(trace: Trace, f: Frames) -> str | None:
+    """A sentence on a run that did not reach MPI_Finalize on every rank (rank_states in the
+    manifest): who called MPI_Abort and where, in which calls the others were stopped. The
+    diagnosis covers the run up to there, which a reader of a crashed run's findings must know."""
+    states = {int(r): s for r, s in (trace.manifest.get("rank_states") or {}).items() if s != "finished"}
+    if not states:
+        return None
+    stuck: dict[int, str] = {}
+    for where, call in (trace.manifest.get("unfinished_calls") or {}).items():
+        stuck.setdefault(int(float(where)), str(call))
+    parts = []
+    aborts = f.events.filter(pl.col("call") == "MPI_Abort") if "MPI_Abort" in f.call_names else f.events.clear()
+    for row in aborts.group_by("rank").agg(pl.col("callsite").first()).sort("rank").iter_rows(named=True):
+        parts.append(f"rank {row['rank']} called MPI_Abort at {short_site(row['callsite'])}")
+        states.pop(int(row["rank"]), None)
+    by_what: dict[str, list[int]] = {}
+    for rank, state in sorted(states.items()):
+        what = ENDED.get(state, f"ended ({state})") + (f" inside {stuck[rank]}" if rank in stuck else "")
+        by_what.setdefault(what, []).append(rank)
+    parts += [f"{fmt_ranks(r)} {what}" for what, r in by_what.items()]
+    code = trace.manifest.get("exit_code")
+    return (f"the run ended early{f' (exit code {code})' if code else ''}: " + "; ".join(parts)
+            + "; the diagnosis covers the run up to there")
+
+
+# a rank's end (trace/record.py's STATE_NAMES) as the sentence on a run that ended early says it
+ENDED = {"cut off": "stopped", "killed by a signal": "killed by a signal",
+         "exited without MPI_Finalize": "exited without MPI_Finalize", "stopped: disk full": "stopped recording (disk full)"}
 
 
 def file_io(f: Frames) -> tuple[tuple[str, str, int] | None, float | None]:

@@ -37,6 +37,8 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 
 
 def render(d: Diagnosis, top: int) -> None:
+    if d.ended_early:  # before the findings: they cover the run up to there
+        output.warn(d.ended_early)
     if d.oversubscribed:  # before the findings: it is inside every one of them
         output.warn(d.oversubscribed.text)
         output.text(f"   [green]→ {escape(d.oversubscribed.suggestion)}[/green]")

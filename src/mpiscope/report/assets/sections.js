@@ -86,7 +86,8 @@ MS.renderDiagnosis = function (data, zoom) {
   document.getElementById("sec-diagnosis").hidden = false;
   document.querySelector('#nav a[href="#sec-diagnosis"]').hidden = false;
   const findings = d.findings || [], crowded = d.oversubscribed;
-  // a fact of the run, inside every finding below: said before them, not ranked among them
+  // facts of the run, inside every finding below: said before them, not ranked among them
+  if (d.ended_early) host.append(MS.el("div", { class: "note warn" }, d.ended_early[0].toUpperCase() + d.ended_early.slice(1)));
   if (crowded) host.append(MS.el("div", { class: "note warn" }, MS.el("b", {}, "Oversubscribed: "), crowded.text,
     MS.el("p", { class: "f-do" }, "What to do: ", MS.el("code", {}, crowded.suggestion))));
   host.append(MS.el("h3", {}, "Findings"));
@@ -98,6 +99,8 @@ MS.renderDiagnosis = function (data, zoom) {
       f.ranks && f.ranks.length ? MS.el("span", { class: "f-ranks" }, `rank${f.ranks.length > 1 ? "s" : ""} ${f.ranks.slice(0, 12).join(", ")}${f.ranks.length > 12 ? ", …" : ""}`) : null),
     MS.el("p", {}, f.text || ""),
     f.suggestion ? MS.el("p", { class: "f-do" }, "What to do: ", MS.el("code", {}, f.suggestion)) : null))));
+  // what the diagnosis assumed or left out (a run that ended early, the eager limit it inferred)
+  if ((d.notes || []).length) host.append(MS.el("ul", { class: "diag-notes muted" }, d.notes.map((n) => MS.el("li", {}, n))));
   const ws = (d.wait_states || []).map((w) => ({ ...w, caused_by: (w.caused_by || []).map((c) => `rank ${c.rank}${c.callsite ? ` at ${c.callsite}` : ""} (${MS.fmtDur(c.seconds * 1e9)})`).join("; ") }));
   if (ws.length) {
     host.append(MS.el("h3", {}, "Wait states"));
