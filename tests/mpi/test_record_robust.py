@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import polars as pl
 import pytest
-from tests.conftest import MPICH
+from tests.conftest import MPICH, mpiscope_cli
 
 from mpiscope.analysis.diagnose import diagnose
+from mpiscope.trace import open_trace
 from mpiscope.trace import record as R
 
 N = 4
@@ -118,6 +121,48 @@ def test_mpi4py_program_recorded(run_traced):
     assert (m.filter(pl.col("tag") < 3)["bytes"] == 16 * 8).all()
     ev = t.events().collect()
     assert by_call(ev, "MPI_Init_thread").height == N
+
+
+ACCEPT_CONNECT = """
+import numpy as np
+from mpi4py import MPI
+w = MPI.COMM_WORLD
+r = w.Get_rank()
+for it in range(3):
+    port = w.bcast(MPI.Open_port() if r == 0 else None, root=0)
+    ic = MPI.COMM_SELF.Accept(port) if r == 0 else MPI.COMM_SELF.Connect(port)
+    buf = np.arange(100, dtype="d")
+    ic.Bcast(buf, root=MPI.ROOT if r == 0 else 0)
+    ic.Barrier()
+    if r == 0:
+        ic.Send(buf, dest=0, tag=7)
+    else:
+        ic.Recv(buf, source=0, tag=7)
+    ic.Disconnect()
+    if r == 0:
+        MPI.Close_port(port)
+"""
+
+
+@pytest.mark.mpi(ranks=2)
+def test_intercommunicators_from_accept_and_connect(tmp_path):
+    """MPI_Comm_accept/connect make intercommunicators the recorder sees first in use: both sides must
+    name each the same (their groups in swapped roles), and three rounds between the same ranks three
+    communicators. Named by member list alone, in order, the sides never paired (3 unmatched messages,
+    Bcast instances of 3 calls on a 2-rank communicator)."""
+    (tmp_path / "acc.py").write_text(ACCEPT_CONNECT)
+    out = tmp_path / "acc"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), sys.executable, str(tmp_path / "acc.py")],
+                        env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-3000:]
+    t = open_trace(out)
+    inter = t.comms().filter(pl.col("kind") == "inter").collect()
+    assert inter.height == 3 and (inter["comm_size"] == 2).all()
+    assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0
+    assert t.messages().collect().height == 3
+    on_inter = t.collectives().filter(pl.col("comm").is_in(inter["comm"].implode())).collect()
+    assert sorted(on_inter["call"].cast(pl.Utf8).str.replace("_c$", "").to_list()) == ["MPI_Barrier"] * 3 + ["MPI_Bcast"] * 3
+    assert (on_inter["ranks"] == 2).all() and on_inter["comm"].n_unique() == 3
 
 
 @pytest.mark.mpi(ranks=N)

@@ -412,8 +412,13 @@ uint16_t msc_win_created(uint16_t comm, int32_t seq, MPI_Win win)
     return id;
 }
 
-/* A communicator created outside the wrapped calls (dynamic processes, or a
- * library that keeps its own): identified by its member list alone. */
+/* A communicator created outside the wrapped calls (dynamic processes:
+ * MPI_Comm_accept/connect, join, spawn; or a library that keeps its own),
+ * registered at its first use: named by its members (both sides of an
+ * intercommunicator see its two groups in swapped roles, so they are ordered,
+ * as both_groups_key does) and by how often such a communicator came before,
+ * as created_counted does: without the count, three accept/connect rounds
+ * between the same ranks were one communicator whose collectives collided. */
 uint16_t msc_comm_register_unknown(MPI_Comm comm)
 {
     if (comm == MPI_COMM_NULL || !msc_tracking) return MSC_COMM_UNKNOWN;
@@ -422,7 +427,8 @@ uint16_t msc_comm_register_unknown(MPI_Comm comm)
     if (id == MSC_COMM_UNKNOWN && (id = new_id()) != MSC_COMM_UNKNOWN) {
         describe(id, comm);
         struct msc_comm *m = &msc_comms[id];
-        m->gid = hash_ranks(m->remote, m->remote_size, hash_ranks(m->ranks, m->size, 0xfeed));
+        uint64_t key = m->remote_size > 0 ? both_groups_key(m, 0xfeed) : members_key(m, 0xfeed);
+        m->gid = mix(key, counter_next(key));
         publish(id, MSC_KEY(comm));
     }
     pthread_mutex_unlock(&comm_lock);
