@@ -106,7 +106,9 @@ def ended_early(trace: Trace, f: Frames) -> str | None:
     for where, call in (trace.manifest.get("unfinished_calls") or {}).items():
         stuck.setdefault(int(float(where)), str(call))
     parts = []
-    aborts = f.events.filter(pl.col("call") == "MPI_Abort") if "MPI_Abort" in f.call_names else f.events.clear()
+    aborts = f.events.clear()
+    if "MPI_Abort" in f.call_names:
+        aborts = f.events.filter(pl.col("call") == "MPI_Abort")
     for row in aborts.group_by("rank").agg(pl.col("callsite").first()).sort("rank").iter_rows(named=True):
         parts.append(f"rank {row['rank']} called MPI_Abort at {short_site(row['callsite'])}")
         states.pop(int(row["rank"]), None)
@@ -122,7 +124,8 @@ def ended_early(trace: Trace, f: Frames) -> str | None:
 
 # a rank's end (trace/record.py's STATE_NAMES) as the sentence on a run that ended early says it
 ENDED = {"cut off": "stopped", "killed by a signal": "killed by a signal",
-         "exited without MPI_Finalize": "exited without MPI_Finalize", "stopped: disk full": "stopped recording (disk full)"}
+         "exited without MPI_Finalize": "exited without MPI_Finalize",
+         "stopped: disk full": "stopped recording (disk full)"}
 
 
 def file_io(f: Frames) -> tuple[tuple[str, str, int] | None, float | None]:

@@ -101,7 +101,8 @@ def _open(
     w.description = " ".join(str(a) for a in trace.manifest.get("command", []))
     comms, local = comm_ranks(trace)
     threads = pl.DataFrame(plan.threads, schema={"rank": pl.Int32, "thread": pl.Int32}, orient="row")
-    return w, trace, comms, local, write_definitions(w, trace, plan.names, plan.used, threads, comms, plan.parents)
+    defs = write_definitions(w, trace, plan.names, plan.used, threads, comms, plan.parents)
+    return w, trace, comms, local, defs
 
 
 def _write_part(

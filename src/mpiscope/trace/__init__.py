@@ -39,8 +39,8 @@ def file_io_waits(events: pl.LazyFrame, io: pl.Expr) -> pl.Series:
     `io`) and nothing else: MPI_File_iwrite_at ... MPI_Wait is the write's time, file I/O; a wait that
     also completed a message stays communication. Two streaming scans of the few rows they select,
     so a trace of any size takes little memory."""
-    waits = (events.filter(io & pl.col("completed_by").is_not_null()).select(pl.col("completed_by").alias("event"))
-             .unique().collect(engine="streaming"))["event"]
+    waits = (events.filter(io & pl.col("completed_by").is_not_null())
+             .select(pl.col("completed_by").alias("event")).unique().collect(engine="streaming"))["event"]
     if not waits.len():
         return waits
     also_other = (events.filter(~io & pl.col("completed_by").is_in(waits.implode()))

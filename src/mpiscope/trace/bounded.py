@@ -133,8 +133,14 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
     colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
     events_dir = _fresh(trace_dir / ".events.tmp")
-    firsts = tasks.map(_write_piece, [(whole, ranks, int(offsets[i]), shifts, keys, ids, events_dir,
-                                       f"part-{i:06d}", delete_raw)
+    over = np.concatenate([m.over_event for m in matched]), np.concatenate([m.over_bytes for m in matched])
+
+    def of_piece(i: int) -> tuple[np.ndarray, np.ndarray]:
+        mine = (over[0] >= offsets[i]) & (over[0] < offsets[i] + counts[i])
+        return over[0][mine], over[1][mine]
+
+    firsts = tasks.map(_write_piece, [(whole, ranks, int(offsets[i]), shifts, keys, ids, of_piece(i),
+                                       events_dir, f"part-{i:06d}", delete_raw)
                                       for i, ranks in enumerate(p.pieces)])
     _install(trace_dir, {"events": events_dir, "messages": messages_dir}, colls, comms)
     return Outcome(
@@ -147,8 +153,9 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
 
 
 def _write_piece(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, keys: np.ndarray,
-                 ids: np.ndarray, directory: Path, stem: str, delete_raw: bool) -> int:
-    first = write_events(whole, ranks, offset, shifts, keys, ids, directory, stem)
+                 ids: np.ndarray, over: tuple[np.ndarray, np.ndarray], directory: Path, stem: str,
+                 delete_raw: bool) -> int:
+    first = write_events(whole, ranks, offset, shifts, keys, ids, over, directory, stem)
     if delete_raw:
         for rank in ranks:
             remove_raw(whole.trace_dir, rank)

@@ -23,6 +23,7 @@ from mpiscope.trace.clocks import ShiftBounds, _bellman_ford
 from mpiscope.trace.damaged import Window, match_around_gaps
 from mpiscope.trace.match import P2P, Side, reorder_threads
 from mpiscope.trace.pieces import Whole, read_bucket
+from mpiscope.trace.received import overclaimed
 from mpiscope.trace.storage import read_table, write_table
 from mpiscope.trace.tables import messages_table
 
@@ -41,6 +42,9 @@ class Matched:
     refused_shown: list[str] = field(default_factory=list)
     lost_sends: int = 0           # beside damaged or missing ranks (merge._lost_messages)
     lost_recvs: int = 0
+    # receives that recorded more than their message held (received.overclaimed): event ids, bytes
+    over_event: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    over_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def _side(t: pa.Table, event_offset: np.ndarray, owner: str) -> tuple[Side, np.ndarray, np.ndarray]:
@@ -64,6 +68,7 @@ def match_bucket(whole: Whole, bucket: int, pieces: int, event_offset: np.ndarra
     refused = need > bounds.between(src, dst)
     m = Matched(int(si.size), sends.size - si.size, recvs.size - ri.size, *_strongest(src[~refused],
                                                                                      dst[~refused], need[~refused]))
+    m.over_event, m.over_bytes = overclaimed(p2p, si, ri)
     if refused.any():
         events = sends.event[si][done][refused]
         m.refused, m.refused_need = int(refused.sum()), int(need[refused].max())

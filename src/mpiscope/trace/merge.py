@@ -38,7 +38,7 @@ from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.pieces import Whole, stuck_calls, worker_setup
 from mpiscope.trace.placement import placement
 from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
-from mpiscope.trace.received import add_completed_bytes, add_recv_bytes
+from mpiscope.trace.received import add_completed_bytes, add_recv_bytes, overclaimed, take_back
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_one, writers
 from mpiscope.trace.tables import (
@@ -284,9 +284,12 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
         ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         p2p, si, ri, shifts, feasible, refused = matched.result()
         del rec  # every table has its own columns now (peak memory)
+        over, excess = overclaimed(p2p, si, ri)
+        take_back(rows, over, excess)
         if shifts.any():
             shift_rows(rows, shifts)
             shift_rows(starts, shifts)
+        if shifts.any() or over.size:
             ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         events_written = pool.submit(write_one, trace_dir, "events", ev, writers(ev.height))
         colls = collectives_table([(rows, coll_id), (starts, start_id)], comms, calls)

@@ -26,7 +26,7 @@ from mpiscope.trace.instances import coll_rows, partials
 from mpiscope.trace.match import P2P, p2p_sides
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.reader import RankFile, read_rank_file
-from mpiscope.trace.received import add_completed_bytes, add_recv_bytes
+from mpiscope.trace.received import add_completed_bytes, add_recv_bytes, take_back
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_parts, writers
 from mpiscope.trace.tables import (Rows, event_rows, events_frame, lift_persistent_starts, nullable, persistent_starts,
@@ -172,13 +172,15 @@ def read_bucket(whole: Whole, name: str, bucket: int, pieces: int) -> pa.Table:
 
 
 def write_events(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, coll_keys: np.ndarray,
-                 coll_ids: np.ndarray, directory: Path, stem: str) -> int:
+                 coll_ids: np.ndarray, over: tuple[np.ndarray, np.ndarray], directory: Path,
+                 stem: str) -> int:
     """Second pass: the piece's part files of events/ (STEM-*.parquet in `directory`), with event
-    ids from `offset`, clock shifts and collective ids; returns its first entry time (ns; max
-    int64 without events)."""
+    ids from `offset`, clock shifts, collective ids and the bytes its receives recorded too many
+    (`over`: received.overclaimed's); returns its first entry time (ns; max int64 without events)."""
     rows = rows_of(whole, read(whole, ranks))
     rows["event"] += offset
     rows["completed_by"] = np.where(rows["completed_by"] >= 0, rows["completed_by"] + offset, -1)
+    take_back(rows, *over, offset=offset)
     shift_rows(rows, shifts)
     coll_id = _coll_ids(rows, coll_keys, coll_ids)
     frame = events_frame(rows, whole.calls, whole.trace_dir).with_columns(

@@ -293,7 +293,9 @@ def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, f
         recv_leave = np.where(recv_leave >= 0, np.maximum(recv_leave, send_enter), -1)
     df = pl.DataFrame({
         "src": s.src[si], "dst": r.dst[ri], "tag": s.tag[si], "comm": s.comm[si], "bytes": p.send_bytes[si],
-        "recv_bytes": p.recv_bytes[ri], "t_send_enter_ns": send_enter,
+        # a message holds what was sent (received.overclaimed)
+        "recv_bytes": np.minimum(p.recv_bytes[ri], p.send_bytes[si]).astype(p.recv_bytes.dtype),
+        "t_send_enter_ns": send_enter,
         "t_send_leave_ns": nullable(np.where(send_leave >= 0, send_leave + src_shift, 0), send_leave >= 0,
                                     "t_send_leave_ns"),
         "t_recv_enter_ns": r.posted[ri] + dst_shift,
