@@ -162,3 +162,29 @@ def test_fortran_cart_create_makes_one_communicator(tmp_path, fortran_mpi):
     assert len(cart) == 1 and cart[0] != 0
     assert sorted(four["comm"].to_list()) == [0, cart[0]], comms
     assert t.collectives().collect().filter(pl.col("comm") == cart[0]).height == 1
+
+
+@pytest.mark.mpi(ranks=2)
+def test_fortran_polling_folds_and_failed_calls_carry_their_code(tmp_path, fortran_mpi):
+    """Fortran wrappers end as the C ones do: an MPI_IPROBE that found nothing folds into its loop's
+    record (a Fortran loop left a record per call: 1.5 million for a 2 ms wait, and no late-sender
+    wait), and a call that failed carries its error code, so a failed MPI_SEND is no message (it was
+    an unmatched send)."""
+    mpi, lib = fortran_mpi
+    prog = compile_program(Path(__file__).parent / "programs" / "probe_fail_f.f90", mpicc=mpi.tool("mpif90"),
+                           out_dir=tmp_path)
+    env = dict(os.environ, MPISCOPE_LIB_DIR=str(lib), **mpi.env)
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", mpi.tool("mpiexec"), *mpi.launch, "-n", "2",
+                         str(prog)], env=env)
+    assert done.returncode == 0, done.stderr
+    t = open_trace(tmp_path / "t")
+    ev = t.events().with_columns(pl.col("call").cast(pl.Utf8)).collect()
+    probes = ev.filter(pl.col("call") == "MPI_Iprobe")
+    assert probes.height <= 2 * 5 and probes["count"].sum() > 5 * 10, probes  # folded: one or two rows a round
+    failed = ev.filter((pl.col("call") == "MPI_Send") & (pl.col("tag") == 99))
+    assert failed.height == 1 and failed["rc"][0] not in (None, 0), failed
+    assert t.manifest["counts"]["unmatched_sends"] == 0 and t.messages().collect().height == 5
+    from mpiscope.analysis.diagnose import diagnose
+    late = diagnose(t).wait_states.filter((pl.col("pattern").cast(pl.Utf8) == "late_sender")
+                                          & (pl.col("call").cast(pl.Utf8) == "MPI_Iprobe"))
+    assert late.height == 1 and late["seconds"][0] > 5 * 0.015, late

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from parts import LEFT, TableError, inplace_buffer, parts
+from parts import LEFT, TableError, inplace_buffer, outcome, parts
 
 HANDLES = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Op": "Op", "MPI_Info": "Info",
            "MPI_Group": "Group", "MPI_Win": "Win", "MPI_Request": "Request", "MPI_Message": "Message",
@@ -114,6 +114,7 @@ def fortran_wrapper(entry: dict) -> str:
     lines.append("    if (r) {")
     lines += ["        " + x for x in p.post]
     lines.append("        " + p.leave)
+    lines += ["        " + x for x in outcome(entry)]
     lines.append("    }")
     lines.append("}")
     argnames = ", ".join([f"{n}_f" for _, n in fparams] + ["ierr"] + lengths)

@@ -34,7 +34,7 @@ import tomllib
 from pathlib import Path
 
 from fortran import fortran_code
-from parts import LEFT, SEQ_FAMILIES, TableError, parts
+from parts import LEFT, SEQ_FAMILIES, TableError, outcome, parts
 
 FIRST_TABLE_ID = 16
 # Records that are not MPI calls: parts of one call split over several records.
@@ -97,9 +97,7 @@ def c_wrapper(entry: dict, large: bool = False) -> str:
     body.append("    if (r) {")
     body += ["        " + line for line in p.post]
     body.append("        " + p.leave)
-    body.append("        if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);")
-    if "flag" in entry:  # a probe that found nothing: polling loops leave one record (issue 23)
-        body.append(f"        else if (!*{entry['flag']}) msc_poll_missed(r);")
+    body += ["        " + line for line in outcome(entry)]
     body.append("    }")
     body.append("    return rc;")
     body.append("}")
