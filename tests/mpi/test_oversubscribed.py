@@ -63,6 +63,10 @@ def test_more_ranks_than_cpus_is_said_before_the_findings(tmp_path: Path,
     stats = mpiscope_cli(["stats", str(trace), "--json", "-"])
     assert json.loads(stats.stdout)["oversubscribed"] == [{"host": host, "ranks": 3, "cpus": 1}]
     assert "3 ranks ran on the 1 CPU of host" in mpiscope_cli(["stats", str(trace)]).stderr
+    # the terminal says it before the findings with its advice, both on stdout (the warning went to
+    # stderr, its advice to stdout: `diagnose | head` showed an orphaned advice)
+    said = mpiscope_cli(["diagnose", str(trace)]).stdout
+    assert said.index("3 ranks on the 1 CPU of host") < said.index("→ ") < said.index("at most 1 rank per host")
 
 
 def test_as_many_cpus_as_ranks_is_no_finding(tmp_path: Path, example: Callable[[str, Mpi], Path]) -> None:

@@ -270,3 +270,25 @@ def test_a_wait_for_a_rank_that_left_mpi_init_late_is_the_start_up():
     assert first.seconds == 90e-9 and "rank 0 was still inside MPI_Init for 88 ns of it" in first.text
     assert "the MPI's start-up" in first.text and first.suggestion == START_UP_ADVICE
     assert later.seconds == 190e-9 and "rank 0 computed" in later.text
+
+
+def test_late_receiver_advice_fits_the_send_and_the_cause():
+    """A late receiver that did not compute longer is not told to rebalance (it was held up earlier),
+    and a send that already is nonblocking (NPB BT's MPI_Isend, waited in MPI_Wait) is not told to
+    use MPI_Isend but to complete it later."""
+    from mpiscope.analysis.findings import wait_findings
+
+    def advice(call: str, delay_ns: int) -> str:
+        waits = pl.DataFrame({
+            "pattern": ["late_receiver"], "call": [call], "callsite": ["y_solve (y_solve.f:73)"], "cause_rank": [1],
+            "cause_call": ["MPI_Irecv"], "cause_callsite": ["y_solve (y_solve.f:60)"], "wait_ns": [1_000_000],
+            "rank": [0], "delay_ns": [delay_ns], "cause_from_callsite": [None], "reorderable": [0.0],
+            "in_init_ns": [0]}, schema_overrides={"cause_from_callsite": pl.Utf8})
+        (found,) = wait_findings(waits, "t", 4)
+        return found.suggestion
+
+    held = advice("MPI_Wait", 0)
+    assert "rather than rebalance" in held and "mpiscope rebalance" not in held
+    assert "complete the send later" in held and "MPI_Isend" not in held
+    blocking = advice("MPI_Send", 900_000)
+    assert "let the send go on (MPI_Isend" in blocking and "mpiscope rebalance t" in blocking

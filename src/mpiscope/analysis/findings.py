@@ -108,15 +108,17 @@ def fmt_ranks(ranks: list[int]) -> str:
     return "ranks " + ", ".join(parts)
 
 
+def _rebalance(trace: str, ranks: int) -> str:
+    return f"balance that work: mpiscope rebalance {trace} --shares ROWSx{ranks}"
+
+
 def _suggestion(pattern: str, trace: str, ranks: int) -> str:
-    rebalance = f"balance that work: mpiscope rebalance {trace} --shares ROWSx{ranks}"
+    rebalance = _rebalance(trace, ranks)
     return {
         "late_sender": rebalance,
         "late_sender_wrong_order": f"receive the messages in the order they arrive: an MPI_Irecv per sender "
                                    f"and MPI_Waitany or MPI_Waitall (MPI_ANY_SOURCE only where any order of "
                                    f"the messages is correct), and {rebalance}",
-        "late_receiver": f"post the receive before the computation (MPI_Irecv early) or let the send go on "
-                         f"(MPI_Isend, or MPI_Send below the eager limit), or {rebalance}",
         "wait_at_barrier": f"{rebalance}; or drop the barrier if nothing depends on it",
         "wait_at_nxn": rebalance,
         "wait_at_fence": rebalance,
@@ -125,6 +127,17 @@ def _suggestion(pattern: str, trace: str, ranks: int) -> str:
                           "broadcast as soon as its data is ready",
         "early_reduce": f"the root arrives first: give the root more of the work, or {rebalance}",
     }[pattern]
+
+
+def _late_receiver_advice(call: str, otherwise: str) -> str:
+    """A late receiver's cure on the sender's side: a blocking send can go on (MPI_Isend); one already
+    nonblocking waits in its completion, which can come later (NPB BT's MPI_Isend + MPI_Wait was told
+    to use MPI_Isend)."""
+    if call.startswith(("MPI_Wait", "MPI_Test")):
+        send = "complete the send later (its MPI_Wait after more of the computation)"
+    else:
+        send = "let the send go on (MPI_Isend, or MPI_Send below the eager limit)"
+    return f"post the receive before the computation (MPI_Irecv early) or {send}, or {otherwise}"
 
 
 def _crowded_first(advice: str) -> str:
@@ -217,6 +230,11 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
             advice = _held_up_advice(r["cause_rank"], crowded)
         elif p == "wait_at_barrier" and not _explained(r):  # the barrier's other cure still holds
             advice = f"{_held_up_advice(r['cause_rank'], crowded)}; or drop the barrier if nothing depends on it"
+        elif p == "late_receiver":  # the cure for the send's side holds; rebalancing only if the receiver computed
+            later = _explained(r) and _rebalance(trace, ranks)
+            advice = _late_receiver_advice(r["call"], later or _held_up_advice(r["cause_rank"], crowded))
+            if crowded and later:
+                advice = _crowded_first(advice)
         else:
             advice = _suggestion("late_sender" if in_step_order else p, trace, ranks)
             if crowded and "mpiscope rebalance" in advice:

@@ -37,10 +37,13 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
 
 
 def render(d: Diagnosis, top: int) -> None:
-    if d.ended_early:  # before the findings: they cover the run up to there
-        output.warn(d.ended_early)
-    if d.oversubscribed:  # before the findings: it is inside every one of them
-        output.warn(d.oversubscribed.text)
+    # facts of the run said before the findings, on the same stream (a warning on stderr left its
+    # advice on stdout alone): the findings cover the run up to its end; every one of them holds the
+    # time ranks waited for a CPU
+    if d.ended_early:
+        output.text(f"[yellow]{escape(d.ended_early)}[/yellow]")
+    if d.oversubscribed:
+        output.text(f"[yellow]{escape(d.oversubscribed.text)}[/yellow]")
         output.text(f"   [green]→ {escape(d.oversubscribed.suggestion)}[/green]")
     if not d.findings:
         output.text("No finding: no rank waited or computed noticeably longer than the others.")
