@@ -252,3 +252,22 @@ def test_the_eager_limit_comes_from_the_trace(tmp_path: Path) -> None:
     assert sum(w["instances"] for w in late) == held.len()
     # given, the limit is the user's
     assert diagnose(t, eager_limit=65536).to_json()["eager_limit_bytes"] == 65536
+
+
+@pytest.mark.mpi(ranks=2)
+def test_work_one_rank_does_alone(program, tmp_path: Path) -> None:
+    """Rank 0 works 200 ms alone, frees a communicator, then joins the allreduce rank 1 waits in.
+    The wait is its work (the computation before the late call runs back over calls that wait for
+    no one: it read "did not compute noticeably longer"), and no share of rows can balance work one
+    rank does alone: the finding says to share it out, and rebalance refuses that phase in one
+    sentence (it predicted a 100 % gain)."""
+    trace = record(program("alone"), 2, ["200"], tmp_path / "t")
+    d = diagnose(open_trace(trace)).to_json()
+    (nxn,) = [f for f in d["findings"] if f["kind"] == "wait_at_nxn" and "MPI_Allreduce" in f["text"]]
+    assert "rank 0 computed" in nxn["text"] and "did not compute noticeably longer" not in nxn["text"], nxn
+    (imb,) = [f for f in d["findings"] if f["kind"] == "imbalance"]
+    assert imb["suggestion"].startswith("share out the work rank 0 does alone"), imb
+    phase = imb["worst_phase"]
+    done = mpiscope_cli(["rebalance", str(trace), "--shares", "100x2", "--phase", str(phase)])
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "was not shared out by rows" in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.hotspots import HotSpot
-from mpiscope.analysis.imbalance import Imbalance
+from mpiscope.analysis.imbalance import Imbalance, done_alone
 from mpiscope.analysis.waitstates import waited_by_rank
 from mpiscope.trace.placement import Crowded
 from mpiscope.units import scaled
@@ -264,6 +264,10 @@ def imbalance_finding(imb: Imbalance, trace: str, crowded: bool = False) -> Find
             f"computed {fmt_s(max(worst.compute_ns) / 1e9)})")
     suggestion = (f"give each rank work in proportion to its speed: mpiscope rebalance {trace} "
                   f"--shares ROWSx{imb.ranks} --phase {worst.index}")
+    if done_alone([ns / 1e9 for ns in worst.compute_ns]):  # work one rank does alone: shares cannot move it
+        suggestion = (f"share out the work rank {worst.critical_rank} does alone in phase {worst.index} (the others "
+                      f"computed next to nothing meanwhile), or let the others go on with work that does not "
+                      f"need its result")
     if crowded:
         suggestion = _crowded_first(suggestion)
     return Finding("imbalance", text, lost * imb.ranks, [crit], suggestion,

@@ -22,6 +22,7 @@ most listed one by one (`worst_phases`) and the totals of the whole run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,3 +167,14 @@ def phases_of(f: Frames, times: pl.DataFrame | None = None) -> Imbalance:
               for i in range(instances.size)]
     run_compute = (times["app_ns"] - times["mpi_ns"]).clip(lower_bound=0).to_list()
     return Imbalance(f.ranks, phases, run_compute)
+
+
+# A phase where a rank computed less than this share of the longest computed next to nothing: its
+# work was not spread by rows (Graph500's rank 0 generates the graph alone while the others wait),
+# so shares in proportion to speed would give that rank none and predict a 99.9 % gain.
+ALONE_SHARE = 0.01
+
+
+def done_alone(compute_s: Sequence[float]) -> bool:
+    """Some rank computed next to nothing in a phase another spent real time in (ALONE_SHARE)."""
+    return len(compute_s) > 1 and max(compute_s) > 0 and min(compute_s) < ALONE_SHARE * max(compute_s)

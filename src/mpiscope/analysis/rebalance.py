@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from mpiscope.analysis.imbalance import compute_phases
+from mpiscope.analysis.imbalance import compute_phases, done_alone
 from mpiscope.errors import UsageError
 from mpiscope.trace import Trace
 
@@ -184,4 +184,10 @@ def phase_times(trace: Trace, phase: int | None = None) -> tuple[list[float], in
             raise UsageError(f"{trace.path} has no phase {phase}; choose --phase from "
                              f"{min(p.index for p in phases)} to {max(p.index for p in phases)}")
         chosen = found[0]
-    return [ns / 1e9 for ns in chosen.compute_ns], chosen.index
+    times = [ns / 1e9 for ns in chosen.compute_ns]
+    if done_alone(times):
+        slow, fast = max(range(len(times)), key=times.__getitem__), min(range(len(times)), key=times.__getitem__)
+        raise UsageError(f"in phase {chosen.index} of {trace.path} rank {slow} computed {times[slow]:.4g} s and rank "
+                         f"{fast} {times[fast]:.2g} s: its work was not shared out by rows, so new shares cannot "
+                         f"balance it; choose a --phase in which every rank computed its part, or give --times")
+    return times, chosen.index
