@@ -50,3 +50,43 @@ def test_view_across_an_embedded_edge_names_the_share_it_holds(browser_page: Rec
     view = page.evaluate("mpiscope.timeline.view()")
     assert view["mode"] == "events" and view["note"] is None, view
     assert not browser_page.console_errors, browser_page.console_errors
+
+
+HOVER_BINS = """() => {
+  const o = mpiscope.timeline.object, g = o.g, L = g.layout, out = [];
+  for (let row = 0; row < Math.min(2, L.rows || 2); row++) {
+    const y = g.top + row * L.rowH + 1;
+    for (let col = 0; col < g.cols; col++) {
+      const it = o.hitTest(g.x0 + col + 0.5, y);
+      if (it && it.kind === "bin") out.push([row, col, it.rank, it.ranks, it.t0, it.t1, it.starts]);
+    }
+  }
+  return out;
+}"""
+
+
+def test_hovered_time_span_counts_what_started_in_it(browser_page: Recorded, partial_report: Path) -> None:
+    """Zoomed out, hovering a pixel column of a rank shows the calls started in the time span it
+    names, each bin counted at one pixel: every bin touching the pixel was summed, so bins about a
+    pixel wide counted twice (NPB LU: 130 calls started where the trace has 64)."""
+    import polars as pl
+
+    from mpiscope.trace import open_trace
+
+    browser_page.open(partial_report.resolve().as_uri())
+    page = browser_page.page
+    assert page.evaluate("mpiscope.timeline.view()")["mode"] == "bins"
+    hits = page.evaluate(HOVER_BINS)
+    assert len(hits) > 100
+    trace = open_trace(partial_report.parent)
+    t0 = page.evaluate("mpiscope.data.meta.t0_ns")
+    ev = trace.events().select("rank", (pl.col("t_enter_ns") - t0).cast(pl.Float64).alias("t")).collect()
+    for row in {h[0] for h in hits}:
+        mine = [h for h in hits if h[0] == row]
+        rank, n = mine[0][2], mine[0][3]
+        starts = ev.filter((pl.col("rank") >= rank) & (pl.col("rank") < rank + n))["t"].to_numpy()
+        # across the row every call started is counted once
+        assert sum(h[6] for h in mine) == starts.size, (row, sum(h[6] for h in mine), starts.size)
+        for _, _, _, _, a, b, count in mine[:: max(1, len(mine) // 25)]:
+            got = int(((starts >= a) & (starts < b)).sum())
+            assert abs(got - count) <= 1, (a, b, count, got)
