@@ -317,3 +317,28 @@ def test_no_rank_waits_longer_than_it_spends_in_mpi(run: Run):
     assert waits["event"].is_unique().all()                  # each call waits once
     d = diagnose_frames(f, eager_limit=1024).to_json()       # and the whole diagnosis goes through
     assert all(r["wait_seconds"] <= r["mpi_seconds"] + 1e-12 for r in d["per_rank"])
+
+
+def test_eager_limit_needs_each_side_to_agree():
+    """The eager limit read from a trace: sends from it on held until their receive, sends below it
+    returned, each side with at most a fifth contradicting. 300 small eager sends outweighed a size at
+    which 1 of 75 sends had waited (NPB MG: "4,896 B" on an MPICH that waits from 8 KiB)."""
+    from mpiscope.analysis.waitstates import observed_eager_limit
+
+    def run_of(sizes_held: list[tuple[int, bool]]) -> Run:
+        run = Run(2)
+        t = 0
+        for nbytes, held in sizes_held:
+            # the receive is posted at t + 50; a held send leaves after it, an eager one before
+            s = run.call(0, "MPI_Send", t, t + (100 if held else 10))
+            r = run.call(1, "MPI_Recv", t + 50, t + 120)
+            run.send(s, r, nbytes)
+            t += 1000
+        return run
+
+    # 300 eager sends of 1 KiB; of 75 of 4,896 B one waited: 74 of 75 above the limit contradict it
+    mixed = [(1024, False)] * 300 + [(4896, True)] + [(4896, False)] * 74
+    assert observed_eager_limit(run_of(mixed).frames()) is None
+    clear = [(1024, False)] * 20 + [(8192, True)] * 6
+    assert observed_eager_limit(run_of(clear).frames()) == 8192
+    assert observed_eager_limit(run_of([(1024, False)] * 20 + [(8192, True)] * 2).frames()) is None
