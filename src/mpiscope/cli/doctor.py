@@ -60,9 +60,16 @@ def diagnose() -> dict[str, Any]:
         impl, version = launcher_mpi(launcher)
         found.update({"implementation": impl, "version": version})
         if b and impl != "unknown" and (impl, version) != (b.implementation, b.version):
+            # the compiler of the MPI found (its mpicc beside its mpiexec), not the one built for: that
+            # advice rebuilt for the same MPI again
+            theirs = Path(launcher).parent / "mpicc"
+            own = find_launcher()
             report["problems"].append({
                 "problem": f"mpiexec found now is {impl} {version}, the library was built for {b.label}",
-                "fix": f"mpiscope doctor --rebuild --mpicc {mpicc or '/path/to/mpicc'}"})
+                "fix": (f"launch with the MPI it was built for ({own}), or rebuild it for the one found: "
+                        f"mpiscope doctor --rebuild --mpicc {theirs if theirs.is_file() else '/path/to/mpicc'}")
+                if own and Path(own).resolve() != Path(launcher).resolve() else
+                f"mpiscope doctor --rebuild --mpicc {theirs if theirs.is_file() else '/path/to/mpicc'}"})
     else:
         report["problems"].append({"problem": "no mpiexec found", "fix": "pip install mpich, or put your MPI on PATH"})
     report["found_now"] = found
