@@ -304,3 +304,15 @@ def test_parse_machine_names_the_network_with_the_problem() -> None:
     with pytest.raises(UsageError, match="has no network 'ib'"):
         m.network("ib")
     assert system_rows([("x", m)])[0]["ridge"] == 0.5
+
+
+def test_an_alltoalls_own_block_stays_on_its_node(tmp_path: Path) -> None:
+    """An alltoall's bytes hold a block for every member, the rank's own among them: with 2 of 4
+    members on another node, half of them leave (all of them were counted as inter-node)."""
+    t = fake_trace(tmp_path, ["a", "a", "b", "b"], [0, 0, 0, 0])
+    ev = pl.read_parquet(tmp_path / "events.parquet")
+    ev = ev.with_columns(pl.when(pl.col("call") == "MPI_Allreduce").then(pl.lit("MPI_Alltoall_c"))
+                         .otherwise(pl.col("call")).alias("call"),
+                         pl.when(pl.col("coll_id").is_not_null()).then(4 * 1000).otherwise(0).alias("bytes"))
+    ev.write_parquet(tmp_path / "events.parquet")
+    assert measure_traffic(t).coll_inter_bytes == pytest.approx(4 * 4000 * 2 / 4)
