@@ -209,6 +209,28 @@ def test_pcontrol_pauses_and_resumes(run_traced, any_mpi):
     assert colls.height == 5 and (colls["ranks"] == N).all()
     # collective numbering went on while paused: 3 barriers, 5 allreduces, then the 2 bcasts
     assert sorted(by_call(ev, "MPI_Bcast")["seq"].unique().to_list()) == [8, 9]
+    # the paused time is said: it counts as outside MPI, and the calls made in it are not in the trace
+    from mpiscope.analysis.stats import summarize
+    s = summarize(t)
+    pc = by_call(ev, "MPI_Pcontrol").sort("rank", "t_enter_ns")
+    want = pc.group_by("rank").agg((pl.col("t_enter_ns").last() - pl.col("t_leave_ns").first()).alias("ns"))
+    got = dict(zip(s.per_rank["rank"], s.per_rank["paused_ns"]))
+    assert got == dict(zip(want["rank"], want["ns"])) and not s.per_rank["paused_open"].any()
+    assert s.paused_note.startswith("recording was paused (MPI_Pcontrol) for rank 0 ")
+
+
+@pytest.mark.mpi(ranks=2)
+def test_a_run_started_paused_that_never_resumed_says_so(run_traced, tmp_path):
+    from tests.conftest import EXAMPLES, MPICH, mpiscope_cli
+
+    from mpiscope.mpi.build import compile_program
+
+    exe = compile_program(EXAMPLES / "ring.c", mpicc=str(MPICH.mpicc), out_dir=tmp_path)
+    done = mpiscope_cli(["run", "--paused", "--out", str(tmp_path / "t"), "--", *MPICH.launch(2), str(exe)],
+                        env=MPICH.environ())
+    assert done.returncode == 0 and "nothing was recorded: recording started paused (--paused)" in done.stderr
+    said = mpiscope_cli(["diagnose", str(tmp_path / "t")])
+    assert said.returncode != 0 and "never resumed it with MPI_Pcontrol(1)" in said.stderr, said.stderr
 
 
 @pytest.mark.mpi(ranks=N)

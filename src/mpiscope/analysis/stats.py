@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
+from mpiscope.analysis.findings import fmt_s
 from mpiscope.trace import START_CALLS, Trace, file_io_calls, file_io_waits
 from mpiscope.trace.placement import oversubscribed
 
@@ -96,6 +97,26 @@ class Stats:
         if windows:
             notes.append(f"{', '.join(windows)}: the size of the window, which no data crossed")
         return ". ".join(notes)
+
+    @property
+    def paused_note(self) -> str:
+        """Where recording was paused (MPI_Pcontrol, run --paused): how long, and what that means for
+        the tables ("" where it never was)."""
+        if "paused_ns" not in self.per_rank.columns:
+            return ""
+        paused = self.per_rank.filter((pl.col("paused_ns") > 0) | pl.col("paused_open"))
+        if not paused.height:
+            return ""
+        each = ", ".join(f"rank {r['rank']} {fmt_s(r['paused_ns'] / 1e9)}"
+                         for r in paused.head(4).iter_rows(named=True)) + (", ..." if paused.height > 4 else "")
+        note = (f"recording was paused (MPI_Pcontrol) for {each}: the MPI calls made then are not in the trace, "
+                f"and that time counts as outside MPI")
+        still = paused.filter("paused_open")["rank"].to_list()
+        if still:
+            note += (f"; {'ranks' if len(still) > 1 else 'rank'} {', '.join(map(str, still[:8]))} "
+                     f"{'were' if len(still) > 1 else 'was'} still paused at the end: "
+                     f"{'their' if len(still) > 1 else 'its'} time ends at the last MPI_Pcontrol")
+        return note
 
     @property
     def unmatched_messages(self) -> int:
@@ -218,7 +239,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
     per_rank, per_call, callsites, pairs = pl.collect_all(
         [per_rank_q, per_call_q, callsites_q, pairs_q], engine="streaming",
         optimizations=pl.QueryOptFlags(comm_subplan_elim=False))
-    per_rank = _every_rank(_threads_in_mpi_once(per_rank, ev), trace.ranks)
+    per_rank = _paused(_every_rank(_threads_in_mpi_once(per_rank, ev), trace.ranks), trace, calls_in)
     if per_rank["io_time_ns"].sum():
         per_rank = _waits_for_file_io(per_rank, ev, calls_in, names)
     # shares of the calls' time (threads of one rank in MPI at once each count theirs)
@@ -239,6 +260,35 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
                                                               "damage")},
         oversubscribed=[{"host": c.host, "ranks": len(c.ranks), "cpus": c.cpus} for c in oversubscribed(trace.manifest)],
     )
+
+
+def _paused(per_rank: pl.DataFrame, trace: Trace, calls_in: Callable[[list[str]], pl.Expr]) -> pl.DataFrame:
+    """paused_ns: a rank's time with recording paused (from MPI_Pcontrol(0), or from MPI_Init under
+    `run --paused`, to the next MPI_Pcontrol(1)); its MPI calls then are not in the trace, so that time
+    counts as outside MPI, which the table must say (miniFE's paused set-up read as computation).
+    A rank paused at its end has paused_open set: its time ends at its last MPI_Pcontrol."""
+    ev = trace.events()
+    rows = (ev.filter(calls_in(["MPI_Pcontrol", "MPI_Init", "MPI_Init_thread"]))
+            .select("rank", "t_enter_ns", "t_leave_ns", "tag", pl.col("call").cast(pl.Utf8))
+            .sort("rank", "t_enter_ns").collect(engine="streaming"))
+    if not rows.filter(pl.col("call") == "MPI_Pcontrol").height and not trace.manifest.get("started_paused"):
+        return per_rank.with_columns(pl.lit(0, pl.Int64).alias("paused_ns"), pl.lit(False).alias("paused_open"))
+    paused, still = {}, {}
+    for (rank,), r in rows.partition_by("rank", as_dict=True).items():
+        since = None
+        total = 0
+        for call, enter, leave, level in r.select("call", "t_enter_ns", "t_leave_ns", "tag").iter_rows():
+            if call != "MPI_Pcontrol":
+                since = leave if trace.manifest.get("started_paused") else None
+            elif level == 0 and since is None:
+                since = leave
+            elif level != 0 and since is not None:
+                total += max(enter - since, 0)
+                since = None
+        paused[rank], still[rank] = total, since is not None
+    return per_rank.with_columns(
+        pl.col("rank").replace_strict(paused, default=0, return_dtype=pl.Int64).alias("paused_ns"),
+        pl.col("rank").replace_strict(still, default=False, return_dtype=pl.Boolean).alias("paused_open"))
 
 
 def _mpi_pct() -> pl.Expr:

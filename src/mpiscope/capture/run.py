@@ -182,6 +182,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
         "library": str(library / "libmpiscope.so"),
         "calls": calls,
         "bcast": bcast or {"mode": "library"},
+        "started_paused": paused,  # recording began paused (--paused) until MPI_Pcontrol(1)
         "merged": False,
     }
     write_manifest(out, manifest)

@@ -48,7 +48,11 @@ def run(args: argparse.Namespace) -> int:
         output.warn(f"the program exited with code {result.exit_code}; merging what was recorded")
     if not args.no_merge:
         try:
-            report_merge(merge_trace(result.trace_dir), result.trace_dir)
+            merged = merge_trace(result.trace_dir)
+            report_merge(merged, result.trace_dir)
+            if args.paused and merged.events == 0:
+                output.warn(f"nothing was recorded: recording started paused (--paused) and the program never "
+                            f"resumed it with MPI_Pcontrol(1); record again without --paused")
         except (MpiscopeError, MemoryError) as e:
             # the job's exit code is the program's, whatever the merge says (issue 23)
             output.error(f"{e if isinstance(e, MpiscopeError) else 'the merge ran out of memory'}; the raw files "

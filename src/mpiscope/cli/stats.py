@@ -36,6 +36,8 @@ def render(s: Stats) -> None:
           *([fmt_bytes(r["rma_bytes_put"]), fmt_bytes(r["rma_bytes_get"])] if rma else []),
           *([fmt_bytes(r["io_bytes_read"]), fmt_bytes(r["io_bytes_written"])] if io else [])]
          for r in s.per_rank.iter_rows(named=True)])
+    if s.paused_note:
+        output.text(s.paused_note)
     output.table(
         "Per call", ["call", "count", "total", "mean", "max", "% MPI", "bytes", "received"],
         [[r["call"], r["count"], fmt_ns(r["total_ns"]), fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),

@@ -88,6 +88,11 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
     }
 
 
+def _with_note(m: dict[str, Any], note: str) -> dict[str, Any]:
+    """meta with a sentence of the statistics' among its warnings (a paused recording)."""
+    return m | {"warnings": m["warnings"] + [note]} if note else m
+
+
 def summary(s: Stats) -> dict[str, Any]:
     calls = s.per_call.head(TOP_SUMMARY).select("call", "count", "total_ns", "pct_mpi")
     sites = s.callsites.head(TOP_SUMMARY).select(
@@ -203,7 +208,7 @@ def build(
     """The payload without `pyramid`, `detail` and `tiles` (the tile sources add those)."""
     return {
         "schema": SCHEMA,
-        "meta": {**meta(trace, t0_ns, span_ns, mode), "ranks": ranks},
+        "meta": _with_note(meta(trace, t0_ns, span_ns, mode) | {"ranks": ranks}, s.paused_note),
         "summary": summary(s),
         "stats": {
             "per_call": s.per_call.to_dicts(),
