@@ -128,11 +128,12 @@ def test_wrong_order():
     assert waits_by(run) == {("late_sender_wrong_order", 0): 80}
 
 
-def _wrong_order_run(send_between: bool) -> Run:
+def _wrong_order_run(send_between: bool, waiting: str = "MPI_Recv") -> Run:
     """Rank 0 waits for rank 2's late message while rank 1's is there; with `send_between`, rank 0
-    sends to rank 3 before it receives rank 1's (a later step, as NPB CG's stages)."""
+    sends to rank 3 before it receives rank 1's (a later step, as NPB CG's stages); `waiting`
+    MPI_Sendrecv: the waiting call sends itself (CoMD's exchanges, one dimension after another)."""
     run = Run(4)
-    first = run.call(0, "MPI_Recv", 10, 100)
+    first = run.call(0, waiting, 10, 100)
     if send_between:
         run.send(run.call(0, "MPI_Send", 100, 101), run.call(3, "MPI_Recv", 0, 102))
     second = run.call(0, "MPI_Recv", 105, 106)
@@ -146,8 +147,9 @@ def _wrong_order_run(send_between: bool) -> Run:
 
 
 def test_wrong_order_is_reorderable_only_with_no_send_between():
-    for between, reorderable in ((False, True), (True, False)):
-        waits = wait_events(_wrong_order_run(between).frames())
+    for between, waiting, reorderable in ((False, "MPI_Recv", True), (True, "MPI_Recv", False),
+                                          (False, "MPI_Sendrecv", False)):
+        waits = wait_events(_wrong_order_run(between, waiting).frames())
         wo = waits.filter(pl.col("pattern") == "late_sender_wrong_order")
         assert wo.height == 1 and wo["reorderable"].to_list() == [reorderable], (between, waits)
         assert waits.filter(pl.col("pattern") != "late_sender_wrong_order")["reorderable"].sum() == 0

@@ -181,10 +181,12 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     early = _wrong_order(f.messages, m["dst"].to_numpy(), tm.enter[w])
     wrong = early >= 0
     # the call that completes the later receive follows the waiting call with no send or collective
-    # of the rank between (a stage's Irecv; Send; Wait puts a send before it)
-    sent = _sends_or_collectives(f)
+    # of the rank from the waiting call on (a stage's Irecv; Send; Wait puts a send before it, and a
+    # waiting MPI_Sendrecv sends itself: CoMD's exchanges, one dimension after another, were told to
+    # receive in another order)
+    sent = np.r_[0, _sends_or_collectives(f)]  # sent[i]: sends and collectives of rows before row i
     done = np.where(wrong, tm.waiting_call(np.maximum(early, 0)), -1)
-    reorderable = wrong & (done > w) & (sent[np.maximum(done - 1, w)] == sent[w])
+    reorderable = wrong & (done > w) & (sent[np.maximum(done, w)] == sent[w])
     pattern = np.where(wrong, PATTERN["late_sender_wrong_order"], PATTERN["late_sender"])
     return pl.concat([_candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy(), reorderable), looped])
 
