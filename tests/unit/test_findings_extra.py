@@ -292,3 +292,17 @@ def test_late_receiver_advice_fits_the_send_and_the_cause():
     assert "complete the send later" in held and "MPI_Isend" not in held
     blocking = advice("MPI_Send", 900_000)
     assert "let the send go on (MPI_Isend" in blocking and "mpiscope rebalance t" in blocking
+
+
+def test_the_page_names_call_sites_as_the_findings_do():
+    """The report's tables and hover show a C++ call site by its function (short_site), not the
+    start of its demangled name, which a table cell cut before the function ("miniFE::TypeTraits<...")."""
+    import polars as pl
+
+    from mpiscope.report.payload import _short
+
+    dot = ("miniFE::TypeTraits<miniFE::Vector<double, int, int>::ScalarType>::magnitude_type miniFE::dot<"
+           "miniFE::Vector<double, int, int> >(miniFE::Vector<double, int, int> const&, miniFE::Vector<double, "
+           "int, int> const&) (Vector_functions.hpp:221)")
+    got = pl.DataFrame({"callsite": [dot, "main (ab.c:13)", None]}).select(_short(pl.col("callsite")))
+    assert got["callsite"].to_list() == ["miniFE::dot (Vector_functions.hpp:221)", "main (ab.c:13)", None]

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from mpiscope import __version__
+from mpiscope.analysis.findings import short_site
 from mpiscope.analysis.stats import ENV_CALLS, RMA_GET_CALLS, RMA_PUT_CALLS, Stats
 from mpiscope.errors import UsageError
 from mpiscope.mpi.find import implementation_of
@@ -88,6 +89,13 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
     }
 
 
+def _short(site: pl.Expr) -> pl.Expr:
+    """Call sites as the page names them: a C++ function without its return type, template arguments
+    and parameters (short_site, as the findings name them), so that a table cell shows the function
+    rather than the start of a 200-character demangled name ("miniFE::TypeTraits<miniFE::Vector<d...")."""
+    return site.cast(pl.String).map_elements(short_site, return_dtype=pl.String, skip_nulls=True)
+
+
 def _with_note(m: dict[str, Any], note: str) -> dict[str, Any]:
     """meta with a sentence of the statistics' among its warnings (a paused recording)."""
     return m | {"warnings": m["warnings"] + [note]} if note else m
@@ -96,7 +104,7 @@ def _with_note(m: dict[str, Any], note: str) -> dict[str, Any]:
 def summary(s: Stats) -> dict[str, Any]:
     calls = s.per_call.head(TOP_SUMMARY).select("call", "count", "total_ns", "pct_mpi")
     sites = s.callsites.head(TOP_SUMMARY).select(
-        "call", pl.col("callsite").cast(pl.String).fill_null(""), "count", "total_ns", "pct_mpi"
+        "call", _short(pl.col("callsite")).fill_null(""), "count", "total_ns", "pct_mpi"
     )
     return {
         "per_rank": s.per_rank.select(PER_RANK + s.one_sided_columns + s.file_io_columns).to_dicts(),
@@ -213,7 +221,7 @@ def build(
         "stats": {
             "per_call": s.per_call.to_dicts(),
             "posted_note": s.posted_note,
-            "callsites": s.callsites.head(TOP_CALLSITES).to_dicts(),
+            "callsites": s.callsites.head(TOP_CALLSITES).with_columns(_short(pl.col("callsite"))).to_dicts(),
             "per_family": within_mpi_time(per_family(events, ranks, v.calls), s.per_rank),
             "matrix": matrix(trace, ranks),
             "size_hist": size_hist(trace),
@@ -221,7 +229,7 @@ def build(
         "families": FAMILIES,
         "calls": v.calls,
         "call_family": v.call_family.tolist(),
-        "callsites": v.callsites,
+        "callsites": [short_site(c) if c else c for c in v.callsites],
         "diagnosis": diagnosis(trace) if with_diagnosis else None,
         "bcast": bcast_section(trace),
         "baseline": None,
