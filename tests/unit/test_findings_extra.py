@@ -306,3 +306,25 @@ def test_the_page_names_call_sites_as_the_findings_do():
            "int, int> const&) (Vector_functions.hpp:221)")
     got = pl.DataFrame({"callsite": [dot, "main (ab.c:13)", None]}).select(_short(pl.col("callsite")))
     assert got["callsite"].to_list() == ["miniFE::dot (Vector_functions.hpp:221)", "main (ab.c:13)", None]
+
+
+def test_communication_bound_advice_fits_the_calls_that_took_the_time():
+    """The busy time is named by its calls and the advice follows the one that took most: a run
+    whose busy time was MPI_Comm_split at start-up was told to send fewer, larger messages (it sent
+    none); collectives are to be combined; point-to-point keeps fewer, larger messages."""
+    import polars as pl
+
+    from mpiscope.analysis.findings import comm_bound_finding
+
+    times = pl.DataFrame({"rank": [0, 1], "app_ns": [100, 100], "mpi_ns": [80, 80]})
+
+    def said(calls: list[tuple[str, int]]) -> tuple[str, str]:
+        f = comm_bound_finding(times, {}, "t", hosts=1, busiest=calls)
+        assert f is not None
+        return f.text, f.suggestion
+
+    text, advice = said([("MPI_Comm_split", 150), ("MPI_Bcast", 9), ("MPI_Wait", 1)])
+    assert text.endswith("mostly in MPI_Comm_split (150 ns) and MPI_Bcast (9 ns)"), text
+    assert advice.startswith("create communicators and windows once")
+    assert said([("MPI_Allreduce_c", 160)])[1].startswith("call collectives less often and combine them")
+    assert said([("MPI_Isend", 100), ("MPI_Waitall", 60)])[1].startswith("send fewer, larger messages")

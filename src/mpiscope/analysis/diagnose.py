@@ -20,6 +20,7 @@ from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
 from mpiscope.analysis.waitstates import (
     DEFAULT_EAGER_LIMIT,
+    busy_calls,
     observed_eager_limit,
     unattributed_ns,
     wait_events,
@@ -178,7 +179,8 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
         run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
         hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded,
-                                                 unattributed_ns(f, waits), longest_io, io_moving_share),
+                                                 unattributed_ns(f, waits), longest_io, io_moving_share,
+                                                 busy_calls(f, waits)),
         notes=notes,
         oversubscribed=oversubscribed_finding(times, crowded or ()),
     )

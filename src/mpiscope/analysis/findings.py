@@ -21,7 +21,7 @@ import polars as pl
 
 from mpiscope.analysis.hotspots import HotSpot
 from mpiscope.analysis.imbalance import Imbalance, done_alone
-from mpiscope.analysis.waitstates import waited_by_rank
+from mpiscope.analysis.waitstates import BARRIER, BROADCAST, COMM_CREATE, NXN, REDUCE, WINDOW_NXN, waited_by_rank
 from mpiscope.trace.placement import Crowded
 from mpiscope.units import scaled
 
@@ -304,10 +304,24 @@ def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int], floor_s: 
     return out
 
 
+def _busy_cure(calls: Sequence[tuple[str, int]]) -> str:
+    """What cuts the busy time of the call that took most of it: fewer, larger messages for
+    point-to-point; fewer, combined collectives; communicators and windows made once (a run whose
+    busy time was MPI_Comm_split at start-up was told to send fewer, larger messages: it sent none)."""
+    top = calls[0][0].removesuffix("_c") if calls else ""
+    if top in COMM_CREATE | WINDOW_NXN or top.startswith(("MPI_Comm_", "MPI_Intercomm_", "MPI_Win_")):
+        return "create communicators and windows once and reuse them (each creation agrees over all its ranks)"
+    if top in NXN | BROADCAST | REDUCE | BARRIER:
+        return "call collectives less often and combine them (one reduction of several values, not several)"
+    return "send fewer, larger messages"
+
+
 def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str, hosts: int = 0,
-                       crowded: bool = False, unattributed: dict[str, int] | None = None) -> Finding | None:
+                       crowded: bool = False, unattributed: dict[str, int] | None = None,
+                       busiest: Sequence[tuple[str, int]] = ()) -> Finding | None:
     """`unattributed`: time in MPI that waits for other ranks without a pattern naming it (polling,
-    one-sided synchronisation: waitstates.unattributed_ns), by kind: not busy, and said so."""
+    one-sided synchronisation: waitstates.unattributed_ns), by kind: not busy, and said so. `busiest`:
+    the calls that took the busy time (waitstates.busy_calls), named with the advice that fits them."""
     app = int(times["app_ns"].sum())
     other = {k: v for k, v in (unattributed or {}).items() if v > 0}
     # time in MPI-IO is file I/O, said by its own finding: a run that writes much is not communication-bound
@@ -316,18 +330,21 @@ def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
         return None
     text = (f"the ranks spend {100 * busy / app:.0f} % of their time in MPI without waiting for each other "
             f"({fmt_s(busy / 1e9)} of {fmt_s(app / 1e9)} summed over the ranks): the run is communication-bound")
+    named = [f"{c} ({fmt_s(ns / 1e9)})" for c, ns in busiest if ns >= 0.05 * busy]
+    if named:
+        text += ", mostly in " + (", ".join(named[:-1]) + " and " if len(named) > 1 else "") + named[-1]
+    cure = _busy_cure(busiest)
     if other:
         text += ("; left out: " + " and ".join(f"{fmt_s(v / 1e9)} of {k}" for k, v in other.items())
                  + ", which waits for other ranks in ways this diagnosis does not attribute")
     if crowded:
         advice = ("record again with no more ranks than CPUs per host first: with more, their time in MPI "
-                  "includes waiting for a CPU; then send fewer, larger messages")
+                  f"includes waiting for a CPU; then {cure}")
     elif hosts == 1:  # no network between the ranks: their placement on one cannot help
-        advice = ("send fewer, larger messages; all ranks ran on one host, so placing them on a network "
-                  "will not help")
+        advice = f"{cure}; all ranks ran on one host, so placing them on a network will not help"
     else:
         advice = (f"place the ranks so that partners are close on a mesh or torus: mpiscope map --trace "
-                  f"{trace} --network torus:XxYxZ; or send fewer, larger messages")
+                  f"{trace} --network torus:XxYxZ; or {cure}")
     return Finding("communication_bound", text, busy / 1e9, times["rank"].to_list(), advice,
                    {"mpi_busy_pct": 100 * busy / app})
 
@@ -436,9 +453,11 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
                    trace: str, hosts: int = 0, crowded: Sequence[Crowded] | None = None,
                    unattributed: dict[str, int] | None = None,
                    longest_io: tuple[str, str, int] | None = None,
-                   io_moving_share: float | None = None) -> list[Finding]:
+                   io_moving_share: float | None = None,
+                   busiest: Sequence[tuple[str, int]] = ()) -> list[Finding]:
     """All findings, largest first; `hosts`: the run's hosts (0: not known); `crowded`: the
     hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known);
+    `busiest`: waitstates.busy_calls';
     `longest_io`, `io_moving_share`: file_io_finding's."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
@@ -450,7 +469,7 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     caused_ns = dict(zip(caused["cause_rank"].to_list(), caused["wait_ns"].to_list()))
     found = wait_findings(waits, trace, ranks, frozenset(h.rank for h in spots),
                           None if crowded is None else bool(crowded))
-    bound = comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed)
+    bound = comm_bound_finding(times, wait_ns, trace, hosts, bool(crowded), unattributed, busiest)
     # the communication-bound finding names the unattributed time where it is made; else it is its own
     for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None, bound,
                   None if bound else unattributed_finding(times, unattributed, trace),

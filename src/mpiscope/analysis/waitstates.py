@@ -447,6 +447,19 @@ def waited_by_rank(waits: pl.DataFrame, ranks: int) -> I64:
     return union_by_rank(waits["rank"].to_numpy(), release - wait, release, ranks)
 
 
+def busy_calls(f: Frames, waits: pl.DataFrame, top: int = 3) -> list[tuple[str, int]]:
+    """The calls whose time in MPI went to moving data rather than waiting (their time less their
+    waits; not polling, one-sided synchronisation or MPI-IO), summed over the ranks, most first:
+    what a communication-bound run spends its time in."""
+    busy = in_mpi_ns(f).copy()
+    busy[waits["event"].to_numpy()] -= waits["wait_ns"].to_numpy()
+    codes = f.call_codes()
+    busy[f.code_table(POLLING | RMA_SYNC)[codes] | file_io_rows(f)] = 0
+    per_code = np.bincount(codes, weights=np.maximum(busy, 0), minlength=len(f.call_names))
+    order = np.argsort(-per_code, kind="stable")[:top]
+    return [(f.call_names[c], int(per_code[c])) for c in order if per_code[c] > 0]
+
+
 def unattributed_ns(f: Frames, waits: pl.DataFrame) -> dict[str, int]:
     """Time in polling calls and in one-sided synchronisation (POLLING, RMA_SYNC), summed over
     the ranks, less the waits the patterns already found in those calls."""
