@@ -166,10 +166,11 @@ def _created_ids(c: dict[str, np.ndarray], calls: CallTable, lut: np.ndarray, wi
     export puts each window's creation in the call that made it (two windows created before either
     was used both went into the second MPI_Win_create) and gives each communicator its parent.
     MPI_Comm_idup's record keeps its request id, which its completion names."""
-    makes = (calls.role == ROLE["create_win"]) | ((calls.role == ROLE["create"]) & ~calls.starts)
-    call = c["call"].astype(np.int64)
-    rows = np.flatnonzero((call < makes.size) & makes[np.minimum(call, makes.size - 1)]
-                          & (c["req"] > 0) & (c["req"] < width))
+    role = c["role"]  # by record: a compare over 10 M records, where a lookup by call id took 30 ms
+    rows = np.flatnonzero(((role == ROLE["create_win"]) | (role == ROLE["create"])) & (c["req"] > 0)
+                          & (c["req"] < width))
+    call = c["call"][rows].astype(np.int64)
+    rows = rows[~calls.starts[np.minimum(call, calls.starts.size - 1)] | (call >= calls.starts.size)]
     if not rows.size or not lut.size:
         return
     at = c["rank"][rows].astype(np.int64) * width + c["req"][rows].astype(np.int64)
