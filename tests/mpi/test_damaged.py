@@ -48,14 +48,25 @@ def recorded(tmp_path_factory) -> dict[int, Path]:
 
 def _tables(trace_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """events and messages without the columns that number the whole trace, and with each
-    communicator named by its gid: the dense ids number the communicators of all ranks, so
-    one that only the damaged rank defined (its MPI_COMM_SELF) renumbers the others."""
+    communicator named by its gid (in `comm`, and in the request of the call that created it):
+    the dense ids number the communicators of all ranks, so one that only the damaged rank
+    defined (its MPI_COMM_SELF) renumbers the others."""
     t = open_trace(trace_dir)
     gid = t.comms().select("comm", "gid")
+    # a call that creates a communicator or window names it in its request: by its gid too
+    creating = [c["name"] for c in t.manifest["calls"]
+                if c.get("role") == "create_win" or (c.get("role") == "create" and not c.get("starts_request"))]
+    made = gid.rename({"comm": "request", "gid": "made_gid"})
 
     def named(frame: pl.LazyFrame) -> pl.DataFrame:
-        df = frame.join(gid, on="comm", how="left", maintain_order="left").drop("comm").collect()
-        return df.drop([c for c in NUMBERING if c in df.columns])
+        df = frame.join(gid, on="comm", how="left", maintain_order="left").drop("comm")
+        if "request" in df.collect_schema().names():
+            creates = pl.col("call").cast(pl.Utf8).is_in(creating)
+            df = (df.join(made, on="request", how="left", maintain_order="left")
+                  .with_columns(pl.when(creates).then(None).otherwise(pl.col("request")).alias("request"),
+                                pl.when(creates).then(pl.col("made_gid")).alias("made_gid")))
+        out = df.collect()
+        return out.drop([c for c in NUMBERING if c in out.columns])
 
     return named(t.events()), named(t.messages())
 

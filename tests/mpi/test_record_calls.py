@@ -229,8 +229,10 @@ def test_a_run_started_paused_that_never_resumed_says_so(run_traced, tmp_path):
     done = mpiscope_cli(["run", "--paused", "--out", str(tmp_path / "t"), "--", *MPICH.launch(2), str(exe)],
                         env=MPICH.environ())
     assert done.returncode == 0 and "nothing was recorded: recording started paused (--paused)" in done.stderr
-    said = mpiscope_cli(["diagnose", str(tmp_path / "t")])
-    assert said.returncode != 0 and "never resumed it with MPI_Pcontrol(1)" in said.stderr, said.stderr
+    for verb in (["diagnose"], ["report"], ["sim", "--network", "mesh:2x1", "--trace"]):
+        said = mpiscope_cli([*verb, str(tmp_path / "t")])
+        assert said.returncode != 0 and "never resumed it with MPI_Pcontrol(1)" in said.stderr, (verb, said.stderr)
+        assert "Traceback" not in said.stderr
 
 
 @pytest.mark.mpi(ranks=N)

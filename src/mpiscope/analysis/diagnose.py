@@ -28,7 +28,7 @@ from mpiscope.analysis.waitstates import (
     waited_by_rank,
 )
 from mpiscope.errors import UsageError
-from mpiscope.trace import Trace, file_io_calls
+from mpiscope.trace import Trace, file_io_calls, no_calls
 from mpiscope.trace.placement import Crowded, cpus_known, oversubscribed
 
 SCHEMA = "mpiscope.diagnose/1"
@@ -83,9 +83,8 @@ def diagnose(trace: Trace, eager_limit: int | None = None) -> Diagnosis:
     (None: what the trace shows, where below DEFAULT_EAGER_LIMIT, else that)."""
     hosts = len(set(trace.manifest.get("hosts", {}).values()))
     crowded = oversubscribed(trace.manifest) if cpus_known(trace.manifest) else None
-    if trace.event_count == 0 and trace.manifest.get("started_paused"):
-        raise UsageError(f"{trace.path} holds no MPI calls: recording started paused (run --paused) and the program "
-                         f"never resumed it with MPI_Pcontrol(1); record again without --paused")
+    if trace.event_count == 0 and trace.manifest.get("counts"):
+        raise UsageError(no_calls(trace))
     f = load_frames(trace)
     notes = []
     if eager_limit is None:

@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.stats import WINDOW_SIZE_CALLS
-from mpiscope.errors import TraceCorrupt
-from mpiscope.trace import Trace
+from mpiscope.errors import UsageError
+from mpiscope.trace import Trace, no_calls
 
 FAMILIES = ["p2p", "collective", "one-sided", "wait/test", "other", "file I/O"]
 # The manifest's call families (calls.toml) -> the page's six; anything else is "other".
@@ -62,7 +62,7 @@ def time_origin(trace: Trace) -> tuple[int, float]:
         .collect()
     )
     if row["a"][0] is None:
-        raise TraceCorrupt(f"{trace.path}/events.parquet holds no event; record the program again")
+        raise UsageError(no_calls(trace))
     t0, t1 = int(row["a"][0]), int(row["b"][0])
     return t0, float(max(t1 - t0, 1))
 

@@ -26,7 +26,7 @@ import polars as pl
 from mpiscope.errors import SimError
 from mpiscope.machine import require_memory
 from mpiscope.mapping.patterns import Pattern
-from mpiscope.trace import FILE_IO_PREFIX, START_CALLS, Trace, file_io_waits
+from mpiscope.trace import FILE_IO_PREFIX, START_CALLS, Trace, file_io_waits, no_calls
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
 MAX_COMMS = 4096          # MAX_COMMS in replay.cpp
@@ -140,11 +140,15 @@ def pattern_actions(pattern: Pattern, steps: bool) -> Actions:
     return Actions(pattern.nranks, lines, [], m.height, int(m["bytes"].sum()))
 
 
-def _check_sizes(m: pl.DataFrame) -> None:
+def _check_sizes(m: pl.DataFrame, what: str = "messages", cure: str = "simulate this pattern through S4U "
+                 "(without --smpi)") -> None:
     big = m.filter(pl.col("bytes") > MAX_BYTES)
     if big.height:
-        raise SimError(f"{big.height} messages exceed {MAX_BYTES} bytes, which the SMPI replay cannot post; "
-                       f"simulate this pattern through S4U (without --smpi)")
+        raise SimError(f"{big.height} {what} exceed {MAX_BYTES} bytes, which the SMPI replay cannot post; {cure}")
+
+
+# a trace replays through SMPI only: nothing else can post its messages and collectives
+TRACE_TOO_BIG = "a trace replays through SMPI only: record the run with smaller messages to simulate it"
 
 
 def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
@@ -152,6 +156,8 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
     require_memory("the replay", trace.event_count, REPLAY_BYTES_PER_EVENT, trace.path)
     ev = trace.events().select("event", "rank", "thread", pl.col("call").cast(pl.Utf8), "t_enter_ns", "t_leave_ns",
                                "comm", "root", "bytes", "coll_id", "completed_by", "inside_ns").collect()
+    if not ev.height:
+        raise SimError(no_calls(trace))
     _one_thread_per_rank(ev, trace)
     # A large-count variant (MPI_Isend_c, MPI_Bcast_c: every call of mpi4py 4) replays as its call: named
     # so, a nonblocking one replayed as blocking and deadlocked, and collectives were left out unsaid.
@@ -181,7 +187,8 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
                     buffer=pl.lit(0, pl.Int64), text=pl.format("c {}", pl.col("local") * (ref_flops * 1e-9))))
     done = _completions(ev)
     m = trace.messages().select("src", "dst", "bytes", "send_event", "recv_event").collect()
-    _check_sizes(m)
+    _check_sizes(m, cure=TRACE_TOO_BIG)
+    _check_sizes(ev.filter(pl.col("coll_id").is_not_null()), "collective calls", TRACE_TOO_BIG)
     m = (_channel_tags(m, "send_event")
          .join(done.rename({"event": "send_event", "done": "send_done"}), on="send_event", how="left")
          .join(done.rename({"event": "recv_event", "done": "recv_done"}), on="recv_event", how="left")

@@ -34,6 +34,16 @@ def file_io_calls(names: list[str], moving: str = "") -> list[str]:
     return [n for n in names if n.startswith(stems)]
 
 
+def no_calls(trace: Trace) -> str:
+    """The sentence for a trace that holds no MPI call, with what to do (every verb that needs calls
+    says the same)."""
+    if trace.manifest.get("started_paused"):
+        return (f"{trace.path} holds no MPI calls: recording started paused (run --paused) and the program never "
+                f"resumed it with MPI_Pcontrol(1); record again without --paused")
+    return (f"{trace.path} holds no MPI calls; record a run that calls MPI: "
+            f"mpiscope run --out {trace.path} --force -- mpiexec -n 4 ./app")
+
+
 def file_io_waits(events: pl.LazyFrame, io: pl.Expr) -> pl.Series:
     """The events (ids) that are waits or tests which completed nonblocking file accesses (rows where
     `io`) and nothing else: MPI_File_iwrite_at ... MPI_Wait is the write's time, file I/O; a wait that
