@@ -291,10 +291,12 @@ def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, f
     send_enter = s.posted[si] + src_shift
     if not feasible:  # cyclic violations no rank shift removes: clamp the rest
         recv_leave = np.where(recv_leave >= 0, np.maximum(recv_leave, send_enter), -1)
+    sent, received = p.send_bytes[si], p.recv_bytes[ri]
+    # a message holds what was sent (received.overclaimed), in place: a copy took 11 ms of 3.3 M messages
+    np.minimum(received, sent, out=received, casting="unsafe")
     df = pl.DataFrame({
-        "src": s.src[si], "dst": r.dst[ri], "tag": s.tag[si], "comm": s.comm[si], "bytes": p.send_bytes[si],
-        # a message holds what was sent (received.overclaimed)
-        "recv_bytes": np.minimum(p.recv_bytes[ri], p.send_bytes[si]).astype(p.recv_bytes.dtype),
+        "src": s.src[si], "dst": r.dst[ri], "tag": s.tag[si], "comm": s.comm[si], "bytes": sent,
+        "recv_bytes": received,
         "t_send_enter_ns": send_enter,
         "t_send_leave_ns": nullable(np.where(send_leave >= 0, send_leave + src_shift, 0), send_leave >= 0,
                                     "t_send_leave_ns"),
