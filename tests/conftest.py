@@ -164,6 +164,16 @@ def run_traced(tmp_path: Path, example: Callable[[str, Mpi], Path]) -> Callable[
     return run
 
 
+def record_python(tmp_path: Path, source: str, ranks: int, name: str = "prog") -> Trace:
+    """Record a Python (mpi4py) program given as text on `ranks` ranks of the wheel's MPICH."""
+    (tmp_path / f"{name}.py").write_text(source)
+    out = tmp_path / name
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(ranks), sys.executable,
+                         str(tmp_path / f"{name}.py")], env=MPICH.environ())
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    return open_trace(out)
+
+
 def merged_halo(path: Path, ranks: int, records: int) -> Trace:
     """A generated halo trace (mpiscope.trace.synthetic) of about `records` records, merged."""
     halo_trace(path, ranks, records)

@@ -4,12 +4,11 @@ the receives it completed received, as an MPI_Wait does; the sends it completes 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
-from tests.conftest import MPICH, mpiscope_cli
+from tests.conftest import MPICH, mpiscope_cli, record_python
 
 from mpiscope.mpi.build import compile_program
 from mpiscope.trace import open_trace
@@ -57,12 +56,8 @@ def test_a_receive_holds_what_its_message_held(tmp_path: Path, monkeypatch: pyte
 
     from mpiscope.trace.merge import merge_trace
 
-    (tmp_path / "isr.py").write_text(ISENDRECV)
-    out = tmp_path / "t"
-    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), sys.executable, str(tmp_path / "isr.py")],
-                        env=MPICH.environ())
-    assert done.returncode == 0, done.stderr[-2000:]
-    t = open_trace(out)
+    t = record_python(tmp_path, ISENDRECV, 2)
+    out = t.path
     m = t.messages().collect()
     assert m.height == 6 and (m["recv_bytes"] == m["bytes"]).all(), m
     waits = t.events().filter(pl.col("call").cast(pl.Utf8) == "MPI_Wait").sort("rank", "event").collect()

@@ -50,6 +50,17 @@ def fortran_mpi(request, tmp_path_factory) -> tuple[FortranMpi, Path]:
     return mpi, rebuild(mpi.tool("mpicc"), tmp_path_factory.mktemp(f"{mpi.name}-fortran-lib"))
 
 
+def record_program(name: str, ranks: int, tmp_path: Path, fortran_mpi: tuple[FortranMpi, Path]) -> Trace:
+    """Compile tests/mpi/programs/NAME with a Debian MPI's mpif90 and record it on `ranks` ranks."""
+    mpi, lib = fortran_mpi
+    prog = compile_program(Path(__file__).parent / "programs" / name, mpicc=mpi.tool("mpif90"), out_dir=tmp_path)
+    env = dict(os.environ, MPISCOPE_LIB_DIR=str(lib), **mpi.env)
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", mpi.tool("mpiexec"), *mpi.launch, "-n",
+                         str(ranks), str(prog)], env=env)
+    assert done.returncode == 0, done.stderr
+    return open_trace(tmp_path / "t")
+
+
 def record_example(name: str, tmp_path: Path, fortran_mpi: tuple[FortranMpi, Path]) -> Trace:
     """Compile a Fortran example with a Debian MPI and record it on 4 ranks (3 rounds)."""
     mpi, lib = fortran_mpi
@@ -147,14 +158,7 @@ def test_fortran_mpi_io_recorded(tmp_path, fortran_mpi, source):
 def test_fortran_cart_create_makes_one_communicator(tmp_path, fortran_mpi):
     """MPICH's Fortran MPI_CART_CREATE calls the C MPI_Cart_create: both wrappers saw the new handle,
     and the trace had a second 4-rank communicator that no call used."""
-    mpi, lib = fortran_mpi
-    prog = compile_program(Path(__file__).parent / "programs" / "cart_f.f90", mpicc=mpi.tool("mpif90"),
-                           out_dir=tmp_path)
-    env = dict(os.environ, MPISCOPE_LIB_DIR=str(lib), **mpi.env)
-    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", mpi.tool("mpiexec"), *mpi.launch, "-n", "4",
-                         str(prog)], env=env)
-    assert done.returncode == 0, done.stderr
-    t = open_trace(tmp_path / "t")
+    t = record_program("cart_f.f90", 4, tmp_path, fortran_mpi)
     comms = t.comms().collect()
     four = comms.filter(pl.col("comm_size") == 4)
     ev = t.events().with_columns(pl.col("call").cast(pl.Utf8)).collect()
@@ -170,14 +174,7 @@ def test_fortran_polling_folds_and_failed_calls_carry_their_code(tmp_path, fortr
     record (a Fortran loop left a record per call: 1.5 million for a 2 ms wait, and no late-sender
     wait), and a call that failed carries its error code, so a failed MPI_SEND is no message (it was
     an unmatched send)."""
-    mpi, lib = fortran_mpi
-    prog = compile_program(Path(__file__).parent / "programs" / "probe_fail_f.f90", mpicc=mpi.tool("mpif90"),
-                           out_dir=tmp_path)
-    env = dict(os.environ, MPISCOPE_LIB_DIR=str(lib), **mpi.env)
-    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", mpi.tool("mpiexec"), *mpi.launch, "-n", "2",
-                         str(prog)], env=env)
-    assert done.returncode == 0, done.stderr
-    t = open_trace(tmp_path / "t")
+    t = record_program("probe_fail_f.f90", 2, tmp_path, fortran_mpi)
     ev = t.events().with_columns(pl.col("call").cast(pl.Utf8)).collect()
     probes = ev.filter(pl.col("call") == "MPI_Iprobe")
     assert probes.height <= 2 * 5 and probes["count"].sum() > 5 * 10, probes  # folded: one or two rows a round

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import polars as pl
 import pytest
-from tests.conftest import MPICH, mpiscope_cli
+from tests.conftest import MPICH, record_python
 
 from mpiscope.analysis.diagnose import diagnose
-from mpiscope.trace import open_trace
 from mpiscope.trace import record as R
 
 N = 4
@@ -150,12 +147,7 @@ def test_intercommunicators_from_accept_and_connect(tmp_path):
     name each the same (their groups in swapped roles), and three rounds between the same ranks three
     communicators. Named by member list alone, in order, the sides never paired (3 unmatched messages,
     Bcast instances of 3 calls on a 2-rank communicator)."""
-    (tmp_path / "acc.py").write_text(ACCEPT_CONNECT)
-    out = tmp_path / "acc"
-    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), sys.executable, str(tmp_path / "acc.py")],
-                        env=MPICH.environ())
-    assert done.returncode == 0, done.stderr[-3000:]
-    t = open_trace(out)
+    t = record_python(tmp_path, ACCEPT_CONNECT, 2)
     inter = t.comms().filter(pl.col("kind") == "inter").collect()
     assert inter.height == 3 and (inter["comm_size"] == 2).all()
     assert t.manifest["counts"]["unmatched_sends"] == t.manifest["counts"]["unmatched_recvs"] == 0

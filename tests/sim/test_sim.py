@@ -218,16 +218,11 @@ def test_large_count_calls_replay_as_their_calls(tmp_path: Path) -> None:
     """mpi4py 4 makes every call in its large-count form (MPI_Irecv_c, MPI_Bcast_c): replayed as
     blocking calls, a ring of MPI_Irecv_c posted before the MPI_Isend_c deadlocked, and the
     collectives were left out without a note (mpi4py-fft's Alltoallw_c moved nothing)."""
-    from tests.conftest import MPICH
+    from tests.conftest import record_python
 
     from mpiscope.sim.replay import trace_actions
-    from mpiscope.trace import open_trace
 
-    (tmp_path / "ring_c.py").write_text(LARGE_COUNT_PROGRAM)
-    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", *MPICH.launch(4), sys.executable,
-                         str(tmp_path / "ring_c.py")], env=MPICH.environ())
-    assert done.returncode == 0, done.stderr[-3000:]
-    trace = open_trace(tmp_path / "t")
+    trace = record_python(tmp_path, LARGE_COUNT_PROGRAM, 4)
     calls = set(trace.events().select(pl.col("call").cast(pl.Utf8).unique()).collect()["call"])
     assert {"MPI_Irecv_c", "MPI_Isend_c", "MPI_Bcast_c", "MPI_Allreduce_c"} <= calls
     lines = trace_actions(trace).lines
