@@ -395,7 +395,8 @@ def file_io_finding(times: pl.DataFrame, longest: tuple[str, str, int] | None,
 # What to do about time that waits for other ranks without a pattern naming whom (unattributed_ns' kinds)
 UNATTRIBUTED_ADVICE = {
     "polling": "a polling loop that ends with a message received is its sender's wait; these loops ended "
-               "otherwise (sends or generalized requests completed, probes that found nothing)",
+               "otherwise (sends, nonblocking collectives such as MPI_Ibarrier or generalized requests "
+               "completed, probes that found nothing)",
     "one-sided synchronisation": "post/start/complete/wait, lock, flush and unlock calls wait for the other "
                                  "side of their epoch (a flush or unlock for its target to carry out the "
                                  "operations), whom this diagnosis does not name",
