@@ -37,9 +37,9 @@ from mpiscope.report.build import Stages
 from mpiscope.report.density import BINS, bin_input
 from mpiscope.trace import TABLES, Trace, table_files
 
-VERSION = 7  # 3: the events keep rbytes (collectives' received bytes) for the bins; 4: the payload has bcast;
+VERSION = 8  # 3: the events keep rbytes (collectives' received bytes) for the bins; 4: the payload has bcast;
 # 5: a sixth family, file I/O (its share in the bins); 6: window creations carry no bytes (their size);
-# 7: call sites named as the findings name them (short_site)
+# 7: call sites named as the findings name them (short_site); 8: events carry polls and inside
 DIR = Path(".mpiscope") / "view"
 LONG_PER_TILE = 8  # a row is long when it lasts more than an event tile's width / 8
 # Bin tiles below the cached pyramid are computed from the calls of their window when every

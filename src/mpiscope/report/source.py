@@ -139,6 +139,9 @@ def event_frame(
         site,
         pl.col("event").cast(pl.Float64),
         pl.col("coll_id").fill_null(-1).cast(pl.Float64).alias("coll"),
+        # a polling loop folded into one row: its calls and their time inside MPI (its span is the loop's)
+        pl.col("count").fill_null(1).cast(pl.UInt32).alias("polls"),
+        pl.col("inside_ns").cast(pl.Float64).fill_null(float("nan")).alias("inside"),
         family.alias("family"),
     )
 

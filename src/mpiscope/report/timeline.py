@@ -35,6 +35,8 @@ EVENT_COLS = [
     "callsite",
     "event",
     "coll",
+    "polls",
+    "inside",
 ]
 MESSAGE_COLS = [
     "src",

@@ -83,7 +83,10 @@ MS.Detail = class {
         ["rank", `${e.rank}${e.thread ? `, thread ${e.thread}` : ""}`],
         ["entered", MS.fmtAt(e.t0)],
         ["left", Number.isNaN(e.t1) ? "never returned" : MS.fmtAt(e.t1)],
+        // a folded polling loop spans its calls and the work between them: say how many and their time
+        e.polls > 1 ? ["calls", `${MS.fmtCount(e.polls)} (a polling loop, one row)`] : null,
         ["duration", Number.isNaN(e.t1) ? "–" : MS.fmtDur(e.t1 - e.t0)],
+        e.polls > 1 && !Number.isNaN(e.inside) ? ["inside MPI", MS.fmtDur(e.inside)] : null,
         e.bytes > 0 ? ["bytes", `${MS.fmtCount(e.bytes)} B`] : null,
         opt(e.peer, (v) => ["peer", `rank ${v}`]),
         opt(e.tag, (v) => ["tag", String(v)]),

@@ -206,7 +206,7 @@ Object.assign(MS.Timeline.prototype, {
     return { kind: "event", rank: c.rank[i], thread: c.thread[i], call: this.data.calls[call] || `call ${call}`,
              family: this.callFamily[call] ?? 4, t0: c.t0[i], t1: c.t1[i], bytes: c.bytes[i], peer: c.peer[i],
              tag: c.tag[i], comm: c.comm[i], root: c.root[i], callsite: this.data.callsites[c.callsite[i]] || "",
-             event: c.event[i], coll: c.coll[i] };
+             event: c.event[i], coll: c.coll[i], polls: c.polls ? c.polls[i] : 1, inside: c.inside ? c.inside[i] : NaN };
   },
 
   // Every rank's part of the collective instance of `item`: the event tiles over the instance's
