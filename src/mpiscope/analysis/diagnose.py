@@ -117,7 +117,7 @@ def ended_early(trace: Trace, f: Frames) -> str | None:
         states.pop(int(row["rank"]), None)
     by_what: dict[str, list[int]] = {}
     for rank, state in sorted(states.items()):
-        what = ENDED.get(state, f"ended ({state})") + (f" inside {stuck[rank]}" if rank in stuck else "")
+        what = ENDED.get(state, state) + (f" inside {stuck[rank]}" if rank in stuck else "")
         by_what.setdefault(what, []).append(rank)
     parts += [f"{fmt_ranks(r)} {what}" for what, r in by_what.items()]
     code = trace.manifest.get("exit_code")
@@ -125,10 +125,8 @@ def ended_early(trace: Trace, f: Frames) -> str | None:
             + "; the diagnosis covers the run up to there")
 
 
-# a rank's end (trace/record.py's STATE_NAMES) as the sentence on a run that ended early says it
-ENDED = {"cut off": "stopped", "killed by a signal": "killed by a signal",
-         "exited without MPI_Finalize": "exited without MPI_Finalize",
-         "stopped: disk full": "stopped recording (disk full)"}
+# a rank's end (trace/record.py's STATE_NAMES) where the sentence on a run that ended early says it otherwise
+ENDED = {"cut off": "stopped", "stopped: disk full": "stopped recording (disk full)"}
 
 
 def file_io(f: Frames) -> tuple[tuple[str, str, int] | None, float | None]:

@@ -184,6 +184,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("recv_bytes").filter(collective).sum().alias("collective_bytes_received"),
         pl.col("bytes").filter(calls_in(RMA_PUT_CALLS)).sum().alias("rma_bytes_put"),
         pl.col("bytes").filter(calls_in(RMA_GET_CALLS)).sum().alias("rma_bytes_get"),
+        calls_in(["MPI_Pcontrol"]).sum().alias("pcontrols"),  # _paused scans again only where there are any
     )
     sent = msgs.group_by(pl.col("src").alias("rank")).agg(
         pl.len().alias("messages_sent"), pl.col("bytes").sum().alias("bytes_sent"))
@@ -205,7 +206,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
                 *[pl.col(c).fill_null(0) for c in ("messages_sent", "bytes_sent", "messages_received",
                                                    "bytes_received", "collective_bytes_sent",
                                                    "collective_bytes_received", "rma_bytes_put",
-                                                   "rma_bytes_get")])
+                                                   "rma_bytes_get", "pcontrols")])
         .sort("rank")
     )
     mpi_calls = ev.filter(~pl.col("env"))
@@ -267,12 +268,13 @@ def _paused(per_rank: pl.DataFrame, trace: Trace, calls_in: Callable[[list[str]]
     `run --paused`, to the next MPI_Pcontrol(1)); its MPI calls then are not in the trace, so that time
     counts as outside MPI, which the table must say (miniFE's paused set-up read as computation).
     A rank paused at its end has paused_open set: its time ends at its last MPI_Pcontrol."""
-    ev = trace.events()
-    rows = (ev.filter(calls_in(["MPI_Pcontrol", "MPI_Init", "MPI_Init_thread"]))
+    pcontrols = int(per_rank["pcontrols"].sum() or 0)
+    per_rank = per_rank.drop("pcontrols")
+    if not pcontrols and not trace.manifest.get("started_paused"):  # no scan of the calls then
+        return per_rank.with_columns(pl.lit(0, pl.Int64).alias("paused_ns"), pl.lit(False).alias("paused_open"))
+    rows = (trace.events().filter(calls_in(["MPI_Pcontrol", "MPI_Init", "MPI_Init_thread"]))
             .select("rank", "t_enter_ns", "t_leave_ns", "tag", pl.col("call").cast(pl.Utf8))
             .sort("rank", "t_enter_ns").collect(engine="streaming"))
-    if not rows.filter(pl.col("call") == "MPI_Pcontrol").height and not trace.manifest.get("started_paused"):
-        return per_rank.with_columns(pl.lit(0, pl.Int64).alias("paused_ns"), pl.lit(False).alias("paused_open"))
     paused, still = {}, {}
     for (rank,), r in rows.partition_by("rank", as_dict=True).items():
         since = None

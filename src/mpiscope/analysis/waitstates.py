@@ -70,7 +70,7 @@ DEFAULT_EAGER_LIMIT = 64 * 1024
 TOP_CAUSES = 10
 
 
-def _variants(*names: str) -> frozenset[str]:
+def collective_variants(*names: str) -> frozenset[str]:
     """A blocking collective with its nonblocking, persistent and large-count variants."""
     out: set[str] = set()
     for n in names:
@@ -80,10 +80,10 @@ def _variants(*names: str) -> frozenset[str]:
 
 
 BARRIER = frozenset({"MPI_Barrier", "MPI_Ibarrier", "MPI_Barrier_init"})
-NXN = _variants("MPI_Allreduce", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Allgather",
+NXN = collective_variants("MPI_Allreduce", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Allgather",
                 "MPI_Allgatherv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan")
-BROADCAST = _variants("MPI_Bcast", "MPI_Scatter", "MPI_Scatterv")
-REDUCE = _variants("MPI_Reduce", "MPI_Gather", "MPI_Gatherv")
+BROADCAST = collective_variants("MPI_Bcast", "MPI_Scatter", "MPI_Scatterv")
+REDUCE = collective_variants("MPI_Reduce", "MPI_Gather", "MPI_Gatherv")
 FENCE = frozenset({"MPI_Win_fence"})
 # Collective over every rank of the parent (not Comm_create_group, Intercomm_create: a group or two leaders)
 COMM_CREATE = frozenset({"MPI_Comm_dup", "MPI_Comm_dup_with_info", "MPI_Comm_split", "MPI_Comm_split_type",
@@ -447,12 +447,18 @@ def waited_by_rank(waits: pl.DataFrame, ranks: int) -> I64:
     return union_by_rank(waits["rank"].to_numpy(), release - wait, release, ranks)
 
 
+def _not_waited_ns(f: Frames, waits: pl.DataFrame) -> I64:
+    """Each event's time in MPI less the wait a pattern found in it (a fresh array: callers zero parts)."""
+    ns = in_mpi_ns(f).copy()
+    ns[waits["event"].to_numpy()] -= waits["wait_ns"].to_numpy()
+    return ns
+
+
 def busy_calls(f: Frames, waits: pl.DataFrame, top: int = 3) -> list[tuple[str, int]]:
     """The calls whose time in MPI went to moving data rather than waiting (their time less their
     waits; not polling, one-sided synchronisation or MPI-IO), summed over the ranks, most first:
     what a communication-bound run spends its time in."""
-    busy = in_mpi_ns(f).copy()
-    busy[waits["event"].to_numpy()] -= waits["wait_ns"].to_numpy()
+    busy = _not_waited_ns(f, waits)
     codes = f.call_codes()
     busy[f.code_table(POLLING | RMA_SYNC)[codes] | file_io_rows(f)] = 0
     per_code = np.bincount(codes, weights=np.maximum(busy, 0), minlength=len(f.call_names))
@@ -463,8 +469,7 @@ def busy_calls(f: Frames, waits: pl.DataFrame, top: int = 3) -> list[tuple[str, 
 def unattributed_ns(f: Frames, waits: pl.DataFrame) -> dict[str, int]:
     """Time in polling calls and in one-sided synchronisation (POLLING, RMA_SYNC), summed over
     the ranks, less the waits the patterns already found in those calls."""
-    in_mpi = in_mpi_ns(f).copy()
-    in_mpi[waits["event"].to_numpy()] -= waits["wait_ns"].to_numpy()
+    in_mpi = _not_waited_ns(f, waits)
     codes = f.call_codes()
     # a test that completed file accesses only is MPI-IO time (rank_times' io_ns), not waiting for a rank
     polling = f.code_table(POLLING)[codes] & ~file_io_rows(f)

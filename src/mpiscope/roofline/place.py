@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from mpiscope.analysis.waitstates import collective_variants
 from mpiscope.errors import UsageError
 from mpiscope.roofline.model import Machine, Network, attainable, classify, what_if
 from mpiscope.trace import Trace
@@ -25,9 +26,8 @@ SCHEMA = "mpiscope.roofline/1"
 # Collectives whose bytes hold a block for every member, the rank's own among them (an alltoall's, a
 # scatter root's): of those, the blocks to members on other nodes leave it, not its own (NPB FT's
 # alltoalls counted all 33.6 MB as inter-node where 3/4 left the ranks).
-BLOCK_PER_MEMBER = [n for c in ("alltoall", "alltoallv", "alltoallw", "scatter", "scatterv", "reduce_scatter",
-                                  "reduce_scatter_block")
-                    for n in ("MPI_" + c.capitalize(), "MPI_I" + c, "MPI_" + c.capitalize() + "_init")]
+BLOCK_PER_MEMBER = sorted(collective_variants("MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Scatter",
+                                             "MPI_Scatterv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"))
 INIT = ["MPI_Init", "MPI_Init_thread", "MPI_Session_init"]
 FINALIZE = ["MPI_Finalize", "MPI_Session_finalize"]
 
@@ -70,7 +70,7 @@ def measure_traffic(trace: Trace, ranks_as_nodes: bool = False) -> Traffic:
                .agg(pl.col("bytes").fill_null(0).cast(pl.Float64).sum()))
     coll_q = (ev.filter(pl.col("coll_id").is_not_null() & (pl.col("bytes").fill_null(0) > 0))
               .group_by(pl.col("rank").cast(pl.Int32), "comm",
-                        pl.col("call").cast(pl.Utf8).str.replace(r"_c$", "").is_in(BLOCK_PER_MEMBER).alias("blocks"))
+                        pl.col("call").cast(pl.Utf8).is_in(BLOCK_PER_MEMBER).alias("blocks"))
               .agg(pl.col("bytes").cast(pl.Float64).sum()))
     bounds_q = ev.select(pl.col("t_leave_ns").filter(is_call(INIT)).min().alias("init"),
                          pl.col("t_enter_ns").filter(is_call(FINALIZE)).max().alias("finalize"),
