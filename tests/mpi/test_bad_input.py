@@ -66,6 +66,28 @@ def test_not_a_trace(tmp_path):
     (tmp_path / "empty").mkdir()
     one_error_line(mpiscope_cli(["stats", str(tmp_path / "empty")]), 3, "not an mpiscope trace")
     one_error_line(mpiscope_cli(["stats", str(tmp_path / "missing")]), 3, "does not exist")
+    (tmp_path / "afile").write_text("x")
+    one_error_line(mpiscope_cli(["diagnose", str(tmp_path / "afile")]), 3, "is a file, not a trace")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "pages"])
+def test_damaged_table(tmp_path, run_traced, damage):
+    """A merged table damaged after the merge (cut short: its footer is gone; overwritten inside:
+    its footer reads, its pages do not) is one sentence in every verb that reads it, with the cure."""
+    t = run_traced("ring", 2)
+    events = t.path / "events.parquet"
+    if damage == "truncated":
+        events.write_bytes(events.read_bytes()[:100])
+    else:
+        data = bytearray(events.read_bytes())
+        pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer stays readable
+        data[4:pages_end] = b"\xff" * (pages_end - 4)
+        events.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    for verb in (["stats"], ["diagnose"], ["report", "-o", f"{out}.html"], ["export", "--format", "otf2", "-o",
+                 f"{out}.otf2"], ["export", "--format", "perfetto", "-o", f"{out}.pftrace"]):
+        done = mpiscope_cli([verb[0], str(t.path), *verb[1:]])
+        one_error_line(done, 3, "cannot be read", f"mpiscope merge {t.path}")
 
 
 def test_corrupt_rank_file(run_traced):

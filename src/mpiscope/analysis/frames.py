@@ -17,7 +17,7 @@ import polars as pl
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.errors import TraceCorrupt
 from mpiscope.machine import require_memory
-from mpiscope.trace import START_CALLS, Trace, file_io_calls, file_io_waits
+from mpiscope.trace import START_CALLS, Trace, file_io_calls, file_io_waits, unreadable
 
 # Not communication: stats.py leaves them out of the time in MPI too.
 ENV_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol")
@@ -128,9 +128,7 @@ def _read(trace: Trace, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     try:
         return scan().select(columns).collect()
     except (pl.exceptions.PolarsError, OSError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise TraceCorrupt(f"{trace.path / name}.parquet cannot be read ({first}); "
-                           f"merge the trace again: mpiscope merge {trace.path}") from e
+        raise unreadable(trace.path, name, e) from e
 
 
 # The diagnosis holds ~200 bytes per call: 10 M calls 2 GB (report/cache.py), a generated halo of

@@ -21,6 +21,9 @@ def manifest_path(trace_dir: Path) -> Path:
 
 def read_manifest(trace_dir: Path) -> dict[str, Any]:
     path = manifest_path(trace_dir)
+    if Path(trace_dir).exists() and not Path(trace_dir).is_dir():
+        raise TraceNotFound(f"{trace_dir} is a file, not a trace; give the directory mpiscope run wrote: "
+                            f"mpiscope run --out DIR -- mpiexec -n 4 ./app")
     if not Path(trace_dir).is_dir():
         raise TraceNotFound(f"{trace_dir} does not exist; record a trace first: "
                             f"mpiscope run --out {trace_dir} -- mpiexec -n 4 ./app")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from mpiscope import __version__
-from mpiscope.errors import MpiscopeError
+from mpiscope.errors import MpiscopeError, TraceCorrupt
 
 # verb -> module in mpiscope.cli; add a line to add a verb.
 VERBS = {
@@ -98,3 +98,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        damaged = _damaged_table(e, args)
+        if damaged is None or args.verbose >= 2:
+            raise
+        print(f"error: {damaged}", file=sys.stderr)
+        return damaged.exit_code
+
+
+def _damaged_table(error: Exception, args: argparse.Namespace) -> MpiscopeError | None:
+    """The sentence for a Parquet file of the verb's trace found damaged only when its rows were
+    read (a footer that reads, pages that do not): the verbs check what they open, not every page."""
+    trace = getattr(args, "trace_dir", None) or getattr(args, "trace", None)
+    if trace is None or not type(error).__module__.startswith(("polars", "pyarrow")) \
+            or "parquet" not in str(error).lower():
+        return None
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return TraceCorrupt(f"a table of {trace} cannot be read ({first}); merge the trace again: mpiscope merge {trace}")

@@ -44,6 +44,12 @@ def no_calls(trace: Trace) -> str:
             f"mpiscope run --out {trace.path} --force -- mpiexec -n 4 ./app")
 
 
+def unreadable(path: Path, table: str, error: Exception) -> TraceCorrupt:
+    """The error for a table of the trace at `path` that cannot be read (truncated, overwritten)."""
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return TraceCorrupt(f"{path / table}.parquet cannot be read ({first}); merge the trace again: mpiscope merge {path}")
+
+
 def file_io_waits(events: pl.LazyFrame, io: pl.Expr) -> pl.Series:
     """The events (ids) that are waits or tests which completed nonblocking file accesses (rows where
     `io`) and nothing else: MPI_File_iwrite_at ... MPI_Wait is the write's time, file I/O; a wait that
@@ -68,7 +74,10 @@ class Trace:
         if not files:
             raise TraceCorrupt(f"{self.path / name}.parquet is missing; merge the trace again: "
                                f"mpiscope merge {self.path}")
-        return decode(name, pl.scan_parquet(files))
+        try:
+            return decode(name, pl.scan_parquet(files))
+        except (pl.exceptions.PolarsError, OSError) as e:
+            raise unreadable(self.path, name, e) from e
 
     def events(self) -> pl.LazyFrame:
         return _with_outcomes(_with_recv_bytes(self._scan("events")))
@@ -91,9 +100,7 @@ class Trace:
             return (self.collectives().select("coll_id", pl.col("call").cast(pl.Utf8))
                     .join(ids.lazy(), on="coll_id", how="semi").collect())
         except (pl.exceptions.PolarsError, OSError) as e:
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise TraceCorrupt(f"{self.path}/collectives.parquet cannot be read ({first}); "
-                               f"merge the trace again: mpiscope merge {self.path}") from e
+            raise unreadable(self.path, "collectives", e) from e
 
     def with_init_calls(self, rows: pl.DataFrame, column: str, started: pl.Expr, name_of: Mapping[str, Any],
                         dtype: pl.DataType) -> pl.DataFrame:
