@@ -9,31 +9,38 @@ MS.charts = {};
 MS.charts.rankBars = function (host, rows, opts) {
   const n = rows.length;
   if (!n) { host.append(MS.el("p", { class: "muted" }, "No rank recorded.")); return; }
-  const rowH = Math.max(3, Math.min(20, Math.floor(420 / n))), gap = rowH >= 8 ? 3 : rowH >= 5 ? 1 : 0;
-  const labelW = 46, valueW = 132, W = 640, plotW = W - labelW - valueW;
+  // Up to 140 ranks a bar of at least 3 units each; beyond, a line each in 420 units, so that 1,024
+  // ranks draw as one chart of the spread across ranks (outliers stand out as lines), not a bar
+  // chart 4,000 pixels tall; each line still names its rank and times on hover.
+  const thin = n > 140;
+  const rowH = thin ? 420 / n : Math.max(3, Math.min(20, Math.floor(420 / n))), gap = rowH >= 8 ? 3 : rowH >= 5 ? 1 : 0;
+  const labelW = 46, valueW = thin ? 8 : 132, W = 640, plotW = W - labelW - valueW;
   const total = (r) => r.parts.reduce((a, p) => a + p, 0);
   const max = Math.max(1, ...rows.map(total));
   const svg = MS.svg("svg", { viewBox: `0 0 ${W} ${n * rowH + 4}`, class: "chart", role: "img",
                               "aria-label": opts.label || "per-rank bars", preserveAspectRatio: "xMinYMin meet" });
-  const every = Math.max(1, Math.ceil(13 / rowH));
+  // labels at a power-of-two step when the lines are thin (rank counts are mostly powers of two)
+  const every = thin ? 2 ** Math.ceil(Math.log2(13 / rowH)) : Math.max(1, Math.ceil(13 / rowH));
   rows.forEach((r, i) => {
     const y = i * rowH + 2;
     let x = labelW;
     const g = MS.svg("g", {});
     r.parts.forEach((p, k) => {
       const w = (p / max) * plotW;
-      if (w > 0) g.append(MS.svg("rect", { x: x.toFixed(2), y, width: w.toFixed(2), height: rowH - gap, fill: opts.colors[k] }));
+      if (w > 0) g.append(MS.svg("rect", { x: x.toFixed(2), y: thin ? y.toFixed(3) : y, width: w.toFixed(2),
+                                           height: thin ? rowH.toFixed(3) : rowH - gap, fill: opts.colors[k] }));
       x += w;
     });
     g.append(MS.svg("title", { text: `${r.label}: ${r.parts.map((p, k) => `${opts.names[k]} ${MS.fmtDur(p)}`).join(", ")}` }));
     svg.append(g);
     if (i % every === 0) {
-      svg.append(MS.svg("text", { x: labelW - 6, y: y + (rowH - gap) / 2, class: "ax", "text-anchor": "end", "dominant-baseline": "central", text: r.label }));
-      if (r.note) svg.append(MS.svg("text", { x: W - valueW + 8, y: y + (rowH - gap) / 2, class: "ax", "dominant-baseline": "central", text: r.note }));
+      svg.append(MS.svg("text", { x: labelW - 6, y: thin ? Math.max(6, y) : y + (rowH - gap) / 2, class: "ax", "text-anchor": "end", "dominant-baseline": "central", text: r.label }));
+      if (r.note && !thin) svg.append(MS.svg("text", { x: W - valueW + 8, y: y + (rowH - gap) / 2, class: "ax", "dominant-baseline": "central", text: r.note }));
     }
   });
   const used = opts.names.map((_, k) => rows.some((r) => r.parts[k] > 0));
   host.append(svg, MS.charts.legend(opts.names.filter((_, k) => used[k]), opts.colors.filter((_, k) => used[k])));
+  if (thin) host.append(MS.el("p", { class: "muted" }, `${n.toLocaleString("en-US")} ranks, a line each: point at one for its times.`));
 };
 
 MS.charts.legend = function (names, colors) {
@@ -83,7 +90,9 @@ MS.charts.matrix = function (host, M, metric) {
   let max = 0;
   for (const row of vals) for (const v of row) if (v > max) max = v;
   const scale = MS.logScale(max);
-  const dpr = window.devicePixelRatio || 1, size = Math.min(420, Math.max(160, n * 14)), pad = 40;
+  // room for the longest rank number left of the rows and between the columns' labels (~7 px a digit)
+  const digits = String((n - 1) * block).length;
+  const dpr = window.devicePixelRatio || 1, size = Math.min(420, Math.max(160, n * 14)), pad = Math.max(40, 18 + 7 * digits);
   const canvas = MS.el("canvas", { class: "matrix-canvas" });
   canvas.width = (size + pad + 6) * dpr;
   canvas.height = (size + pad + 6) * dpr;
@@ -104,19 +113,19 @@ MS.charts.matrix = function (host, M, metric) {
   ctx.strokeRect(pad - 0.5, pad - 0.5, size + 1, size + 1);
   ctx.fillStyle = "#4b5563";
   ctx.font = `11px ${MS.FONT}`;
-  const every = Math.max(1, Math.ceil(16 / cell));
+  const every = Math.max(1, Math.ceil(16 / cell)), everyColumn = every * Math.ceil((7 * digits + 8) / (every * cell));
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   for (let i = 0; i < n; i += every) ctx.fillText(String(i * block), pad - 5, pad + (i + 0.5) * cell);
   ctx.textAlign = "center";
   ctx.textBaseline = "bottom";
-  for (let j = 0; j < n; j += every) ctx.fillText(String(j * block), pad + (j + 0.5) * cell, pad - 4);
+  for (let j = 0; j < n; j += everyColumn) ctx.fillText(String(j * block), pad + (j + 0.5) * cell, pad - 4);
   ctx.fillStyle = "#9aa3af";
   ctx.font = `600 10px ${MS.FONT}`;
   ctx.textAlign = "left";
   ctx.fillText("DESTINATION →", pad, 12);
   ctx.save();
-  ctx.translate(10, pad);
+  ctx.translate(3, pad);  // rotated, its glyphs take x 3-11: the rows' labels start at 13 (pad)
   ctx.rotate(Math.PI / 2);
   ctx.fillText("SOURCE →", 0, 0);
   ctx.restore();
