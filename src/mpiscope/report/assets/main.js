@@ -66,12 +66,18 @@ MS.boot = async function (hooks) {
   document.getElementById("tl-in").onclick = () => timeline.zoomAround((timeline.vs + timeline.ve) / 2, 0.5);
   document.getElementById("tl-out").onclick = () => timeline.zoomAround((timeline.vs + timeline.ve) / 2, 2);
   document.getElementById("tl-reset").onclick = () => timeline.reset();
+  const ranksShown = document.getElementById("tl-ranks");
+  timeline.rankListeners.push((a, b) => {
+    ranksShown.hidden = b - a === timeline.ranks;
+    ranksShown.textContent = b - a > 1 ? `ranks ${a}–${b - 1} of ${MS.fmtCount(timeline.ranks)}` : `rank ${a} of ${MS.fmtCount(timeline.ranks)}`;
+  });
 
   Object.assign(hooks, {
     data,
     source,
     timeline: {
       zoomTo: (a, b) => timeline.zoomTo(a, b),
+      zoomRanks: (a, b) => { timeline.setRanks(a, b); return timeline.settled(); },
       view: () => timeline.view(),
       xOf: (t) => timeline.xOf(t),
       yOf: (r) => timeline.yOf(r),

@@ -20,17 +20,18 @@ MS.TL.noDetailNote = function (heldShare) {
     "zoom into that part, or run `mpiscope view` to see them all.";
 };
 
-// Pixel rows of the ranks: one rank per row while they fit (rows of at least 1 device px),
-// else `group` consecutive ranks share a 1-pixel row and their shares are averaged.
-MS.rankLayout = function (ranks, rowsDev, maxRowDev) {
+// Pixel rows of `ranks` ranks from rank `first`: one rank per row while they fit (rows of at least
+// 1 device px), else `group` consecutive ranks share a 1-pixel row and their shares are averaged.
+MS.rankLayout = function (ranks, rowsDev, maxRowDev, first = 0) {
   let group = 1, rowH = Math.min(maxRowDev, Math.floor(rowsDev / ranks));
   if (rowH < 1) { group = Math.ceil(ranks / rowsDev); rowH = 1; }
   const rows = Math.ceil(ranks / group);
   return {
-    ranks, rows, rowH, group, height: rows * rowH,
-    rowOf: (r) => Math.floor(r / group),
-    firstRank: (row) => row * group,
+    first, ranks, rows, rowH, group, height: rows * rowH,
+    rowOf: (r) => Math.floor((r - first) / group),
+    firstRank: (row) => first + row * group,
     ranksIn: (row) => Math.min(group, ranks - row * group),
+    shows: (r) => r >= first && r < first + ranks,
   };
 };
 
@@ -44,6 +45,9 @@ MS.Timeline = class {
     this.pyr = data.pyramid;
     this.vs = 0;
     this.ve = this.span;
+    this.r0 = 0;                 // the ranks in view: [r0, r1)
+    this.r1 = this.ranks;
+    this.rankListeners = [];
     this.redraws = [];
     this.firstPaintMs = null;
     this.waiters = [];
@@ -62,13 +66,16 @@ MS.Timeline = class {
   }
 
   // ---- geometry -------------------------------------------------------------------------------
-  resize() {
+  resize(ranksChanged) {
     const dpr = window.devicePixelRatio || 1, T = MS.TL;
     const cssW = Math.max(320, this.host.clientWidth);
     const rowsCss = Math.max(Math.min(120, this.ranks * 40), Math.min(560, this.ranks * 22));
-    const layout = MS.rankLayout(this.ranks, Math.round(rowsCss * dpr), Math.round(40 * dpr));
-    const cssH = T.AXIS + layout.height / dpr + T.PAD_B;
-    if (this.g && this.g.cssW === cssW && this.g.dpr === dpr && this.g.layout.height === layout.height) return false;
+    const whole = MS.rankLayout(this.ranks, Math.round(rowsCss * dpr), Math.round(40 * dpr));
+    // A range of ranks in view shares the whole run's height among its rows: the page does not move.
+    const count = this.r1 - this.r0;
+    const layout = count < this.ranks ? MS.rankLayout(count, whole.height, whole.height, this.r0) : whole;
+    const cssH = T.AXIS + whole.height / dpr + T.PAD_B;
+    if (!ranksChanged && this.g && this.g.cssW === cssW && this.g.dpr === dpr && this.g.layout.height === layout.height) return false;
     const x0 = Math.round(T.GUTTER * dpr), cols = Math.max(16, Math.round((cssW - T.GUTTER - T.PAD_R) * dpr));
     this.g = { dpr, cssW, cssH, layout, x0, cols, top: Math.round(T.AXIS * dpr) };
     for (const c of [this.canvas, this.overlay]) {
@@ -110,7 +117,31 @@ MS.Timeline = class {
   }
   zoomAround(t, factor) { this.setView(t - (t - this.vs) * factor, t + (this.ve - t) * factor); }
   pan(fraction) { const d = (this.ve - this.vs) * fraction; this.setView(this.vs + d, this.ve + d); }
-  reset() { this.setView(0, this.span); }
+  reset() { this.setRanks(0, this.ranks); this.setView(0, this.span); }
+
+  // The ranks [a, b) in view (whole ranks, at least one, within the run).
+  setRanks(a, b) {
+    const count = Math.max(1, Math.min(this.ranks, Math.round(b) - Math.round(a)));
+    a = Math.min(Math.max(0, Math.round(a)), this.ranks - count);
+    if (a === this.r0 && a + count === this.r1) return;
+    this.r0 = a;
+    this.r1 = a + count;
+    this.resize(true);
+    this.invalidate();
+    for (const f of this.rankListeners) f(this.r0, this.r1);
+  }
+  // Fewer (factor < 1) or more ranks in view, the rank under the cursor staying where it is; at least
+  // one rank fewer or more, so that a few ranks still zoom.
+  zoomRanksAround(rank, factor) {
+    const count = this.r1 - this.r0;
+    const next = factor < 1 ? Math.min(count - 1, Math.round(count * factor)) : Math.max(count + 1, Math.round(count * factor));
+    const a = rank - (rank - this.r0) * next / count;
+    this.setRanks(a, a + Math.max(1, next));
+  }
+  panRanks(fraction) {
+    const d = Math.round((this.r1 - this.r0) * fraction) || Math.sign(fraction);
+    this.setRanks(this.r0 + d, this.r1 + d);
+  }
 
   // Resolves once the view is drawn with every tile it asked for.
   zoomTo(vs, ve) {
@@ -123,7 +154,8 @@ MS.Timeline = class {
 
   view() {
     const f = this.frame || {};
-    return { t_start: this.vs, t_end: this.ve, mode: f.mode || "bins", states: f.states || 0,
+    return { t_start: this.vs, t_end: this.ve, rank_first: this.r0, rank_last: this.r1 - 1,
+             mode: f.mode || "bins", states: f.states || 0,
              messages: f.messages || 0, level: f.level, complete: !!f.complete, note: f.note || null };
   }
 
@@ -196,7 +228,7 @@ MS.Timeline = class {
     const frame = { mode: "bins", states: 0, messages: 0, level: found.level, complete: false };
     let events = null;
     if (bins) {
-      const est = MS.paint.sumBins(bins.tiles, this.vs, this.ve, "starts");
+      const est = MS.paint.sumBins(bins.tiles, this.vs, this.ve, "starts", this.r0, this.r1);
       frame.estimate = est;
       if (est <= MS.TL.MAX_EVENTS) events = this.eventTiles();
     }

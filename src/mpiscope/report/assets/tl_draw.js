@@ -124,7 +124,7 @@ Object.assign(MS.Timeline.prototype, {
   // Messages: a line from the send (entered) to the receive (completed), S-CAT's view; kept for
   // hit tests. A message in two tiles is drawn from one of them only.
   drawMessages(tiles) {
-    const g = this.g, ctx = this.ctx, dpr = g.dpr;
+    const g = this.g, ctx = this.ctx, dpr = g.dpr, L = g.layout;
     const lo = tiles[0].attrs.t_start, hi = tiles[tiles.length - 1].attrs.t_end;
     const segs = { x0: [], y0: [], x1: [], y1: [], tile: [], idx: [] };
     ctx.save();
@@ -136,7 +136,7 @@ Object.assign(MS.Timeline.prototype, {
       const c = m.cols, a = tile.attrs, last = tile === tiles[tiles.length - 1];
       for (let j = 0; j < m.rows; j++) {
         const ts = c.ts[j], tr = c.trl[j];
-        if (!(ts < this.ve && tr > this.vs)) continue;
+        if (!(ts < this.ve && tr > this.vs) || !(L.shows(c.src[j]) || L.shows(c.dst[j]))) continue;
         const own = Math.min(Math.max(ts, lo), hi);
         if (own < a.t_start || (own >= a.t_end && !(last && own === hi))) continue;
         if (n >= MS.TL.MAX_MESSAGES) break outer;
@@ -211,7 +211,18 @@ Object.assign(MS.Timeline.prototype, {
     for (const [item, strong] of [[this.selected, true], [this.hover, false]]) {
       if (item) this.highlight(item, strong);
     }
-    if (this.drag && this.drag.mode === "select") {
+    if (this.drag && this.drag.mode === "ranks") {
+      const [a, b] = this.ranksBetween(this.drag.y0, this.drag.y1), L = g.layout;
+      const y0 = g.top + L.rowOf(a) * L.rowH, y1 = g.top + (L.rowOf(b - 1) + 1) * L.rowH;
+      o.fillStyle = "rgba(37, 99, 235, 0.12)";
+      o.fillRect(0, y0, g.x0 + g.cols, y1 - y0);
+      o.fillStyle = "rgba(37, 99, 235, 0.8)";
+      o.fillRect(0, y0, g.x0 + g.cols, dpr);
+      o.fillRect(0, y1 - dpr, g.x0 + g.cols, dpr);
+      o.font = this.font(11, 600);
+      o.textBaseline = "bottom";
+      o.fillText(b - a > 1 ? `ranks ${a}–${b - 1}` : `rank ${a}`, g.x0 + 4 * dpr, Math.max(y0 - 2 * dpr, 12 * dpr));
+    } else if (this.drag && this.drag.mode === "select") {
       const a = Math.min(this.drag.x0, this.drag.x1), b = Math.max(this.drag.x0, this.drag.x1);
       o.fillStyle = "rgba(37, 99, 235, 0.12)";
       o.fillRect(a, g.top, b - a, g.layout.height);
@@ -253,11 +264,12 @@ Object.assign(MS.Timeline.prototype, {
       o.strokeStyle = strong ? "#dc2626" : "#1d4ed8";
       o.lineWidth = 2 * dpr;
       for (const e of rects) {
+        if (!L.shows(e.rank)) continue;
         const x0 = this.xDev(e.t0), x1 = this.xDev(Number.isNaN(e.t1) ? this.span : e.t1);
         const y = g.top + L.rowOf(e.rank) * L.rowH;
         o.strokeRect(Math.max(g.x0 - 2 * dpr, x0), y + dpr, Math.max(2 * dpr, Math.min(x1, g.x0 + g.cols + 2 * dpr) - Math.max(g.x0 - 2 * dpr, x0)), Math.max(2 * dpr, hh - 2 * dpr));
       }
-    } else if (item.kind === "bin") {
+    } else if (item.kind === "bin" && L.shows(item.rank)) {
       o.strokeStyle = "#111827";
       o.lineWidth = dpr;
       const y = g.top + L.rowOf(item.rank) * L.rowH;

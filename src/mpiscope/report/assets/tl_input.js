@@ -1,6 +1,7 @@
 // Time-line interaction. One scheme, shown in the help line: wheel zooms at the cursor; a drag
 // selects a range and zooms to it; shift-drag or the middle button pans (so do horizontal wheel
-// and shift+wheel); + − ← → 0 Home on the keyboard; hover shows details, a click pins them.
+// and shift+wheel); + − ← → 0 Home on the keyboard; hover shows details, a click pins them. The
+// same over the rank numbers (or alt+wheel) zooms and selects ranks; ↑ ↓ move through them.
 "use strict";
 
 Object.assign(MS.Timeline.prototype, {
@@ -25,6 +26,10 @@ Object.assign(MS.Timeline.prototype, {
     e.preventDefault();
     this.host.focus({ preventScroll: true });
     this.overlay.setPointerCapture(e.pointerId);
+    if (e.button === 0 && this.devX(e) < this.g.x0) {
+      this.drag = { mode: "ranks", y0: this.devY(e), y1: this.devY(e), moved: false };
+      return;
+    }
     const pan = e.button === 1 || e.shiftKey;
     this.drag = { mode: pan ? "pan" : "select", x0: this.devX(e), x1: this.devX(e), vs: this.vs, ve: this.ve, moved: false };
     this.overlay.style.cursor = pan ? "grabbing" : "col-resize";
@@ -34,6 +39,12 @@ Object.assign(MS.Timeline.prototype, {
     const x = this.devX(e), y = this.devY(e);
     this.cursorX = x;
     const d = this.drag;
+    if (d && d.mode === "ranks") {
+      d.y1 = y;
+      if (Math.abs(d.y1 - d.y0) > 3 * this.g.dpr) d.moved = true;
+      this.drawOverlay();
+      return;
+    }
     if (d) {
       d.x1 = x;
       if (Math.abs(d.x1 - d.x0) > 3 * this.g.dpr) d.moved = true;
@@ -52,7 +63,10 @@ Object.assign(MS.Timeline.prototype, {
     if (!d) return;
     this.drag = null;
     this.overlay.style.cursor = "";
-    if (d.mode === "select" && d.moved) {
+    if (d.mode === "ranks") {
+      const [a, b] = this.ranksBetween(d.y0, d.y1);
+      if (d.moved) this.setRanks(a, b);
+    } else if (d.mode === "select" && d.moved) {
       const a = this.tOfDev(Math.min(d.x0, d.x1)), b = this.tOfDev(Math.max(d.x0, d.x1));
       this.setView(a, b);
     } else if (!d.moved && e.button === 0) {
@@ -61,9 +75,22 @@ Object.assign(MS.Timeline.prototype, {
     this.drawOverlay();
   },
 
+  // The ranks of the pixel rows between device heights ya and yb (either order): [first, last + 1).
+  ranksBetween(ya, yb) {
+    const L = this.g.layout, row = (y) => Math.max(0, Math.min(L.rows - 1, Math.floor((y - this.g.top) / L.rowH)));
+    const r0 = row(Math.min(ya, yb)), r1 = row(Math.max(ya, yb));
+    return [L.firstRank(r0), L.firstRank(r1) + L.ranksIn(r1)];
+  },
+
   onWheel(e) {
     e.preventDefault();
     const scale = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+    if (e.altKey || this.devX(e) < this.g.x0) {
+      const dy = (e.deltaY || e.deltaX) * scale;
+      const [rank] = this.ranksBetween(this.devY(e), this.devY(e));
+      if (dy) this.zoomRanksAround(rank + 0.5, Math.exp(Math.max(-1, Math.min(1, dy * 0.002))));
+      return;
+    }
     const dx = (e.shiftKey ? e.deltaY : e.deltaX) * scale, dy = e.shiftKey ? 0 : e.deltaY * scale;
     if (Math.abs(dx) > Math.abs(dy)) {
       this.pan(dx / (this.g.cols / this.g.dpr));
@@ -84,6 +111,9 @@ Object.assign(MS.Timeline.prototype, {
       "+": () => this.zoomAround(mid, 0.5), "=": () => this.zoomAround(mid, 0.5),
       "-": () => this.zoomAround(mid, 2), "_": () => this.zoomAround(mid, 2), "−": () => this.zoomAround(mid, 2),
       ArrowLeft: () => this.pan(-0.2), ArrowRight: () => this.pan(0.2),
+      // up and down scroll the page unless the time-line has the focus and shows part of the ranks
+      ...(document.activeElement === this.host && this.r1 - this.r0 < this.ranks
+        ? { ArrowUp: () => this.panRanks(-0.2), ArrowDown: () => this.panRanks(0.2) } : {}),
       0: () => this.reset(), Home: () => this.reset(), Escape: () => this.select(null),
     };
     const f = actions[e.key];

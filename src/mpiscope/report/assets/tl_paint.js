@@ -42,7 +42,7 @@ MS.paint.accumulateBins = function (acc, tiles, seg, layout, cols) {
   acc.fill(0);
   const shares = tiles.map((t) => Array.from({ length: NF }, (_, f) => t.tables.bins.cols[`share${f}`]));
   const nbs = tiles.map((t) => t.attrs.bins);
-  for (let r = 0; r < layout.ranks; r++) {
+  for (let r = layout.first; r < layout.first + layout.ranks; r++) {
     const base = layout.rowOf(r) * cols * NF;
     for (let s = 0; s < seg.n; s++) {
       const ti = seg.tile[s], sh = shares[ti], i = r * nbs[ti] + seg.bin[s], w = seg.w[s];
@@ -53,14 +53,14 @@ MS.paint.accumulateBins = function (acc, tiles, seg, layout, cols) {
   }
 };
 
-// Sum of a bin column over the view for all ranks (e.g. `starts`: how many events start there).
-MS.paint.sumBins = function (tiles, vs, ve, column) {
+// Sum of a bin column over the view for ranks [r0, r1) (e.g. `starts`: how many events start there).
+MS.paint.sumBins = function (tiles, vs, ve, column, r0, r1) {
   let sum = 0;
   for (const t of tiles) {
     const a = t.attrs, nb = a.bins, bw = (a.t_end - a.t_start) / nb;
     const b0 = Math.max(0, Math.floor((vs - a.t_start) / bw)), b1 = Math.min(nb, Math.ceil((ve - a.t_start) / bw));
     const col = t.tables.bins.cols[column];
-    for (let r = 0; r < a.ranks; r++) for (let b = b0; b < b1; b++) sum += col[r * nb + b];
+    for (let r = r0; r < Math.min(r1, a.ranks); r++) for (let b = b0; b < b1; b++) sum += col[r * nb + b];
   }
   return sum;
 };
@@ -90,7 +90,7 @@ MS.paint.accumulateEvents = function (acc, tiles, vs, ve, layout, cols, callFami
     const ev = tile.tables.events.cols;
     const lo = Math.max(vs, tile.attrs.t_start), hi = Math.min(ve, tile.attrs.t_end);
     if (hi <= lo) continue;
-    for (let r = 0; r < layout.ranks; r++) {
+    for (let r = layout.first; r < layout.first + layout.ranks; r++) {
       const row = layout.rowOf(r), base = row * cols * NF;
       const end = tile.rankStart[r + 1];
       for (let i = MS.paint.firstEventAt(tile, r, lo); i < end; i++) {
