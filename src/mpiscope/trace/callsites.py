@@ -9,6 +9,7 @@ module.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -67,6 +68,39 @@ def _addr2line(module: str, offsets: list[int]) -> dict[int, tuple[str, str]]:
     return result
 
 
+# nm's lines: "ADDRESS SIZE TYPE NAME" for symbols with a size; text symbols only (t, T, w, W, i).
+_NM_LINE = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [tTwWi] (.+)$")
+
+
+@functools.cache
+def _functions(module: str) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
+    """The module's functions with their extents (start, end, name), from its symbol tables (the
+    static one where the module has it, the dynamic one always); None without nm."""
+    tool = shutil.which("nm")
+    if not tool:
+        return None
+    found: dict[int, tuple[int, str]] = {}
+    for table in ([], ["-D"]):
+        try:
+            out = subprocess.run([tool, *table, "-S", "-C", "--defined-only", module], capture_output=True,
+                                 text=True, timeout=120, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for line in out.splitlines():
+            m = _NM_LINE.match(line)
+            if m and int(m[2], 16):
+                found.setdefault(int(m[1], 16), (int(m[2], 16), m[3]))
+    starts = np.array(sorted(found), dtype=np.int64)
+    return starts, starts + np.array([found[a][0] for a in starts], dtype=np.int64), [found[a][1] for a in starts]
+
+
+def _function_at(functions: tuple[np.ndarray, np.ndarray, list[str]], off: int) -> str | None:
+    """The function whose extent holds the call instruction before return address `off`."""
+    starts, ends, names = functions
+    i = int(np.searchsorted(starts, off - 1, side="right")) - 1
+    return names[i] if i >= 0 and off - 1 < ends[i] else None
+
+
 def _label(module: str, off: int, func: str, where: str) -> str:
     name = Path(module).name
     if where and not where.startswith("??"):
@@ -74,6 +108,22 @@ def _label(module: str, off: int, func: str, where: str) -> str:
     if func and func != "??":
         return f"{func} ({name}+{off:#x})"
     return f"{name}+{off:#x}"
+
+
+def _names(module: str, offs: list[int]) -> dict[int, str]:
+    """Labels of the return addresses `offs` in `module`. Without line information addr2line names
+    the nearest symbol before an address, however far: in a stripped library that is an exported
+    function the call is not in (PETSc's VecMDot read as VecView_MPI, 0x23a4 past its 415 bytes;
+    CP2K's calls as cblas_dgemv, 12 MB past it). There a function is named only where its extent
+    in the symbol tables holds the call; else the module and offset are."""
+    resolved = _addr2line(module, offs)
+    out = {}
+    for off in offs:
+        func, where = resolved.get(off, ("??", "??:0"))
+        if func != "??" and (not where or where.startswith("??")) and (functions := _functions(module)):
+            func = _function_at(functions, off) or "??"
+        out[off] = _label(module, off, func, where)
+    return out
 
 
 def resolve_callsites(trace_dir: Path, ranks: list[int], addrs: list[int]) -> list[str]:
@@ -92,10 +142,7 @@ def resolve_callsites(trace_dir: Path, ranks: list[int], addrs: list[int]) -> li
         by_module.setdefault(module, set()).add(rel)
     names: dict[tuple[str, int], str] = {}
     for module, offs in by_module.items():
-        resolved = _addr2line(module, sorted(offs))
-        for off in offs:
-            func, where = resolved.get(off, ("??", "??:0"))
-            names[(module, off)] = _label(module, off, func, where)
+        names.update(((module, off), label) for off, label in _names(module, sorted(offs)).items())
     return [names[located[(r, a)]] if (r, a) in located else (f"{a:#x}" if a else "")
             for r, a in zip(ranks, addrs)]
 
