@@ -87,6 +87,30 @@ def test_polls_of_several_call_sites_taking_turns_fold_too(tmp_path):
     assert export.returncode == 0 and "Traceback" not in export.stderr, export.stderr
 
 
+def test_polls_with_nothing_left_to_complete_fold(tmp_path):
+    """MPI_Test, _Testall, _Testany and _Testsome of MPI_REQUEST_NULL return at once (flag true,
+    nothing completed): 20,000 of each leave a few records, not 80,000 (CP2K: 3.5 M one-call rows of
+    MPI_Testany in a trace of 139 k calls), stats counts every call, and the message completed
+    afterwards by MPI_Test is matched."""
+    import json
+
+    from mpiscope.trace import open_trace
+    from mpiscope.trace.reader import read_rank_file
+
+    exe = compile_program(PROGRAMS / "poll_null.c", mpicc=str(MPICH.mpicc), out_dir=tmp_path / "build")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(exe), "20000"], env=MPICH.environ())
+    assert done.returncode == 0 and "got 0" in done.stdout, done.stderr
+    trace = open_trace(out)
+    records = sum(read_rank_file(p, 1 << 16).size for p in (trace.path / "raw").glob("*.msc"))
+    assert records < 200, records
+    stats = json.loads(mpiscope_cli(["stats", str(out), "--json", "-"]).stdout)
+    counts = {c["call"]: c["count"] for c in stats["per_call"]}
+    assert [counts[c] for c in ("MPI_Testall", "MPI_Testany", "MPI_Testsome")] == [40_000] * 3
+    assert counts["MPI_Test"] >= 40_002
+    assert trace.manifest["counts"]["messages"] == 1 and trace.manifest["counts"]["unmatched_sends"] == 0
+
+
 def test_a_failed_bsend_is_no_message(tmp_path):
     """MPI_Bsend without a buffer fails (MPI_ERR_BUFFER under MPI_ERRORS_RETURN): it stays an
     event with its error code, is no message, and the three sends after it with the same
