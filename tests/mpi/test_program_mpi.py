@@ -25,7 +25,7 @@ def test_program_of_another_mpi_is_refused(tmp_path):
     assert done.returncode == 4 and "Traceback" not in done.stderr, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "is linked to" in lines[0] and "libmpich.so" in lines[0], lines
-    assert "mpiscope doctor --rebuild --mpicc" in lines[0] and not out.exists()
+    assert f"python -m mpiscope.mpi.build --mpicc {DEBIAN_MPICC} --dest DIR" in lines[0] and not out.exists()
     # the program's own MPI's library: recorded as usual (the Debian recording tests do it at length)
     same = compile_program(EXAMPLES / "ring.c", mpicc=str(MPICH.mpicc), out_dir=tmp_path / "venv")
     ok = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(same), "2", "8"], env=MPICH.environ())

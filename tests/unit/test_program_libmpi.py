@@ -24,7 +24,8 @@ def test_ldd_line_gives_the_library():
 
 def test_other_libmpi_is_refused(monkeypatch):
     monkeypatch.setattr(capture_run, "linked_libmpi", lambda prog: "/lib/x86_64-linux-gnu/libmpich.so.12")
-    with pytest.raises(MpiError, match="linked to /lib/x86_64-linux-gnu/libmpich.so.12.*doctor --rebuild --mpicc"):
+    with pytest.raises(MpiError, match="linked to /lib/x86_64-linux-gnu/libmpich.so.12.*python -m mpiscope.mpi.build "
+                                       "--mpicc .*mpicc.* --dest DIR, then MPISCOPE_LIB_DIR=DIR mpiscope run"):
         capture_run._check_program_mpi(["mpiexec.mpich", "-n", "4", "./cg.S.x"], BUILT)
 
 

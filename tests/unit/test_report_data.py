@@ -405,3 +405,15 @@ def test_a_larger_budget_never_loses_events(halo: Path) -> None:
         seen.append((limit, r.complete, r.event_tiles))
     first = next(i for i, (_, complete, _) in enumerate(seen) if complete)
     assert 0 < first and all(complete for _, complete, _ in seen[first:]), seen
+
+
+def test_the_page_names_the_program_the_launcher_started(tmp_path):
+    """The page's title is the program: an Open MPI option that takes a value (-x VAR) is not it (the
+    title read "OMP_NUM_THREADS" for CP2K), as `run` reads the command."""
+    from mpiscope.report.payload import meta
+    from mpiscope.trace import Trace
+
+    command = ["mpiexec.openmpi", "--oversubscribe", "-x", "OMP_NUM_THREADS", "-n", "4", "/opt/cp2k/cp2k.psmp", "-i", "h2o.inp"]
+    manifest = {"command": command, "ranks": 4, "counts": {"events": 0, "messages": 0, "collectives": 0}}
+    assert meta(Trace(tmp_path, manifest), 0, 1.0, "report")["program"] == "cp2k.psmp"
+    assert meta(Trace(tmp_path, manifest | {"command": ["./app", "1"]}), 0, 1.0, "report")["program"] == "app"

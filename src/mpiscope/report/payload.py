@@ -18,6 +18,7 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.analysis.findings import short_site
 from mpiscope.analysis.stats import ENV_CALLS, RMA_GET_CALLS, RMA_PUT_CALLS, Stats
+from mpiscope.capture.run import program_of
 from mpiscope.errors import UsageError
 from mpiscope.mpi.find import implementation_of
 from mpiscope.report.bcast import bcast_section
@@ -70,15 +71,16 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
     return {
         "run_id": str(m.get("run_id", "")),
         "command": [str(c) for c in m.get("command", [])],
+        "program": Path(program_of([str(c) for c in m.get("command", [])]) or str((m.get("command") or [""])[0])).name,
         "ranks": trace.ranks,
         "hosts": {str(k): v for k, v in (m.get("hosts") or {}).items()},
         "mpi": {"implementation": impl, "version": version},
         "host_cpus": {str(h): v.get("cpus") for h, v in (placed.get("hosts") or {}).items()},
         "t0_ns": t0_ns,
         "span_ns": span_ns,
-        "events": int(counts.get("events", trace.events().select(pl.len()).collect().item())),
-        "messages": int(counts.get("messages", trace.messages().select(pl.len()).collect().item())),
-        "collectives": int(counts.get("collectives", trace.collectives().select(pl.len()).collect().item())),
+        # the merge's counts; a table is counted only for a manifest without them
+        **{name: int(counts[name]) if name in counts else int(getattr(trace, name)().select(pl.len()).collect().item())
+           for name in ("events", "messages", "collectives")},
         "unmatched_sends": int(counts.get("unmatched_sends", 0)),
         "unmatched_recvs": int(counts.get("unmatched_recvs", 0)),
         "warnings": [str(w) for w in m.get("warnings", [])] + [

@@ -44,24 +44,15 @@ MS.LABELS = {
 };
 
 // The program a launcher ran (its base name; mpiscope's own builds end in a 16-hex-digit hash).
-MS.programOf = (command) => MS.programPath(command).replace(/-[0-9a-f]{16}$/, "");
-MS.programPath = function (command) {
-  const cmd = command || [];
-  const launchers = /(^|\/)(mpiexec|mpirun|srun|orterun|mpiexec\.\w+|mpirun\.\w+)$/;
-  if (!cmd.length || !launchers.test(cmd[0])) return MS.basename(cmd[0] || "");
-  for (let i = 1; i < cmd.length; i++) {
-    const a = cmd[i];
-    if (a.startsWith("-")) { if (/^-(n|np|c|N|ppn|host|hosts|f)$|^--(np|n|host|hostfile)$/.test(a)) i++; continue; }
-    return MS.basename(a);
-  }
-  return MS.basename(cmd[0]);
-};
+// The program a run started, as the recorder read it from its launcher command (the launchers'
+// options that take values are known there: "-x OMP_NUM_THREADS" is no program).
+MS.programOf = (meta) => MS.basename(meta.program || (meta.command || [])[0] || "").replace(/-[0-9a-f]{16}$/, "");
 
 MS.renderHeader = function (data) {
   const m = data.meta, cmd = (m.command || []).join(" ");
   document.getElementById("run-command").textContent = cmd;
   document.getElementById("run-command").title = cmd;
-  const prog = MS.programOf(m.command);
+  const prog = MS.programOf(m);
   if (prog) document.getElementById("run-title").textContent = prog;
   const footer = document.getElementById("footer");
   footer.append(`run ${m.run_id || "?"} · ${m.trace_dir || ""} · ${m.generated_by || "mpiscope"} · ` +
