@@ -47,3 +47,32 @@ def test_threads_in_mpi_at_once_count_once(tmp_path, build_dir):
     assert 0.1 <= p0["wait_seconds"] <= p0["mpi_seconds"] <= p0["app_seconds"]
     waited = sum(w["seconds"] for w in d["wait_states"] if w["rank"] == 0)
     assert waited > 1.2 * p0["wait_seconds"]  # each thread's wait, in the wait states (overlap: as above)
+
+
+WAITS = Path(__file__).parent / "programs" / "thread_waits.c"
+
+
+@pytest.mark.mpi(ranks=2)
+@pytest.mark.parametrize("mode", ["handoff", "order"])
+def test_waits_between_threads(tmp_path, build_dir, mode):
+    """A thread's computation before a late send is its own (the rank's previous call was another
+    thread's receive, still waiting: the cause read 0 ms and "held up earlier"); a wait for another
+    thread of the same rank is said so, with no rebalancing of ranks; a message another thread
+    receives is no other order the waiting thread could have taken."""
+    exe = compile_program(WAITS, mpicc=str(MPICH.mpicc), extra=["-pthread"], out_dir=build_dir / "thread_waits")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(exe), mode], env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-2000:]
+    d = json.loads(mpiscope_cli(["diagnose", str(out), "--json", "-"]).stdout)
+    senders = [w for w in d["wait_states"] if w["pattern"].startswith("late_sender") and w["call"] == "MPI_Recv"]
+    assert senders and not any(w["pattern"] == "late_sender_wrong_order" for w in d["wait_states"]), senders
+    found = [f for f in d["findings"] if f["kind"].startswith("late_sender")]
+    assert found, d["findings"]
+    if mode == "handoff":
+        for f in found:
+            assert "another thread of rank" in f["text"] and "rebalanc" in f["suggestion"], f
+            assert "mpiscope rebalance" not in f["suggestion"]
+            assert f["delay_seconds_per_instance"] > 0.05, f  # the sending thread computed 150 ms
+    else:
+        late = next(f for f in found if f["cause_rank"] == 1)
+        assert late["delay_seconds_per_instance"] > 0.05, late  # thread 0's 100 ms before sending

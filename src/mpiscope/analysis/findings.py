@@ -42,6 +42,10 @@ IMBALANCE_MIN_PCT = 5.0
 POINT_TO_POINT_WAITS = ("late_sender", "late_sender_wrong_order", "late_receiver")
 # Waits whose only advice is to rebalance: wrong advice where the late rank did not compute longer.
 REBALANCE_ONLY = ("late_sender", "wait_at_nxn", "wait_at_fence")
+# A rank's thread waiting for a message of another of its threads: no share of work between ranks moves it.
+OWN_THREADS_ADVICE = ("the wait is between threads of one rank, so rebalancing ranks does not shorten it: let the "
+                      "waiting thread work meanwhile (post the receive with MPI_Irecv, complete it when it is needed), "
+                      "or share the sending thread's work among the rank's threads")
 HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out work in larger pieces or from "
                    "the workers to each other, so that no single rank handles most messages")
 
@@ -207,6 +211,9 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
         whom = {"late_broadcast": f"the root, rank {r['cause_rank']}",
                 "early_reduce": f"rank {r['cause_rank']}, the first to contribute",
                 "late_receiver": f"rank {r['cause_rank']} to post its receive"}.get(p, f"rank {r['cause_rank']}")
+        own_threads = p in POINT_TO_POINT_WAITS and r["ranks"] == [r["cause_rank"]]
+        if own_threads:
+            whom = f"another thread of rank {r['cause_rank']}"
         n = r["instances"]  # waiting calls: with several ranks waiting, more than the instances waited at
         often = f"{n:,} time{'s' if n != 1 else ''}" if len(r["ranks"]) == 1 else f"{n:,} waiting calls"
         text = (f"{who} waited {fmt_s(seconds)} in {r['call']} at {short_site(r['callsite'])} for {whom} "
@@ -223,6 +230,8 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
                      "collective, most likely for a later step")
         if _start_up(r):
             advice = START_UP_ADVICE
+        elif own_threads:
+            advice = OWN_THREADS_ADVICE
         elif r["cause_rank"] in hot and p in POINT_TO_POINT_WAITS:
             text += f"; rank {r['cause_rank']} is a hot spot that the others wait for"
             advice = HOT_SPOT_ADVICE

@@ -26,7 +26,7 @@ INIT_CALLS = ("MPI_Init", "MPI_Init_thread")
 EVENT_COLUMNS = ("event", "rank", "call", "t_enter_ns", "t_leave_ns", "completed_by", "coll_id", "root",
                  "callsite", "inside_ns")
 # Read when the table has it (a test's made-up events may not): wait at fence groups fences by window.
-OPTIONAL_EVENT_COLUMNS = ("comm",)
+OPTIONAL_EVENT_COLUMNS = ("comm", "thread")
 MESSAGE_COLUMNS = ("src", "dst", "bytes", "t_send_enter_ns", "t_recv_enter_ns", "send_event", "recv_event")
 
 I64 = npt.NDArray[np.int64]
@@ -90,12 +90,53 @@ class Frames:
             self._arrays[name] = a
         return self._arrays[name]
 
-    def previous_on_rank(self, event: I64) -> I64:
-        """The event before each event on the same rank, -1 for a rank's first event."""
-        rank = self.column("rank")
-        prev = event - 1
-        ok = (prev >= 0) & (rank[np.maximum(prev, 0)] == rank[event])
-        return np.where(ok, prev, -1)
+    def threads(self) -> tuple[I64, I64] | None:
+        """Where a rank called MPI from several threads: the rows in (rank, thread) order, each thread's
+        calls in time order, and each row's place in that order; None where every rank called from one
+        thread (its rows are in that order already). A thread's calls follow one another; a rank's do
+        not: another thread's call may be running."""
+        if "by_thread" not in self._arrays:
+            order = np.empty(0, np.int64)
+            if self.threads_most() > 1:
+                order = np.argsort(self.stream(), kind="stable")
+                place = np.empty_like(order)
+                place[order] = np.arange(order.size)
+                self._arrays["thread_place"] = place
+            self._arrays["by_thread"] = order
+        order = self._arrays["by_thread"]
+        return (order, self._arrays["thread_place"]) if order.size else None
+
+    def stream(self) -> I64:
+        """Per event, a key of its (rank, thread): the rank where no rank has several threads."""
+        if "stream" not in self._arrays:
+            rank, width = self.column("rank"), self.threads_most()
+            self._arrays["stream"] = rank if width == 1 else rank * width + np.maximum(self.column("thread"), 0)
+        return self._arrays["stream"]
+
+    def threads_most(self) -> int:
+        """1 + the highest thread number of any rank (1: every rank called MPI from one thread)."""
+        most = self.events["thread"].max() if "thread" in self.events.columns and self.events.height else None
+        return int(most) + 1 if most is not None and int(most) > 0 else 1  # type: ignore[arg-type]
+
+    def thread_cumsum(self, values: I64) -> I64:
+        """Per event, the sum of `values` over the calls of its thread before it (itself left out)."""
+        threads = self.threads()
+        if threads is None:
+            return np.cumsum(values) - values
+        order, place = threads
+        return (np.cumsum(values[order]) - values[order])[place]
+
+    def previous_in_thread(self, event: I64) -> I64:
+        """The event before each event in the same thread of its rank, -1 for a thread's first event."""
+        threads = self.threads()
+        if threads is None:
+            prev = event - 1
+        else:
+            order, place = threads
+            pos = place[event]
+            prev = np.where(pos > 0, order[np.maximum(pos - 1, 0)], -1)
+        key = self.stream()
+        return np.where((prev >= 0) & (key[np.maximum(prev, 0)] == key[event]), prev, -1)
 
 
 def frames_from(events: pl.DataFrame, messages: pl.DataFrame, ranks: int, run_id: str = "",

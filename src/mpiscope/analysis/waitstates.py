@@ -143,13 +143,16 @@ def _candidates(event: I64, pattern: Any, ready: I64, cause_rank: Any, cause_eve
                         schema=_CANDIDATE)
 
 
-def _wrong_order(m: pl.DataFrame, dst: Any, wait_enter: I64) -> I64:
-    """For each receive of rank dst that waited from wait_enter: the receive (event) of a
-    message sent to dst before wait_enter and still unreceived, its receive posted only
-    after wait_enter; -1 where there is none. (The latest posting among the messages sent
-    to dst before t, by an as-of join, and the receive that posted it.)"""
-    sent = (m.select(pl.col("dst"), pl.col("t_send_enter_ns").alias("t"), pl.col("t_recv_enter_ns").alias("posted"),
-                     pl.col("recv_event"))
+def _wrong_order(m: pl.DataFrame, received_in: I64, dst: I64, wait_enter: I64) -> I64:
+    """For each receive in thread `dst` (Frames.stream) that waited from wait_enter: the receive
+    (event) of a message received in that thread, sent before wait_enter and still unreceived, its
+    receive posted only after wait_enter; -1 where there is none. (The latest posting among the
+    messages sent to that thread before t, by an as-of join, and the receive that posted it.) A
+    message another thread of the rank receives is no other order this thread could have taken
+    (threads each on a communicator of their own: 130 of 131 waits read "receive in another order").
+    `received_in`: the thread of each message's receive."""
+    sent = (m.select(pl.Series("dst", received_in), pl.col("t_send_enter_ns").alias("t"),
+                     pl.col("t_recv_enter_ns").alias("posted"), pl.col("recv_event"))
             .sort("dst", "t").with_columns(pl.col("posted").cum_max().over("dst").alias("posted_max")))
     sent = sent.with_columns(pl.when(pl.col("posted") == pl.col("posted_max")).then(pl.col("recv_event"))
                              .forward_fill().over("dst").alias("latest_recv"))
@@ -163,9 +166,9 @@ def _wrong_order(m: pl.DataFrame, dst: Any, wait_enter: I64) -> I64:
 
 
 def _sends_or_collectives(f: Frames) -> I64:
-    """Per event: how many calls of its rank up to it (included) sent or took part in a collective."""
+    """Per event: how many calls of its thread before it sent or took part in a collective."""
     sends = f.code_table(frozenset(n for n in f.call_names if "send" in n.lower()))[f.call_codes()]
-    return np.cumsum(sends | (f.column("coll_id") >= 0), dtype=np.int64)  # coll_id: a part in an instance
+    return f.thread_cumsum((sends | (f.column("coll_id") >= 0)).astype(np.int64))  # coll_id: a part in an instance
 
 
 def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
@@ -178,15 +181,17 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
                          m["send_event"].to_numpy()[k])
     keep = tm.wait(w, ready) > 0
     m, w, ready = m.filter(pl.Series(keep)), w[keep], ready[keep]
-    early = _wrong_order(f.messages, m["dst"].to_numpy(), tm.enter[w])
+    key = f.stream()
+    early = _wrong_order(f.messages, key[f.messages["recv_event"].to_numpy()], key[w], tm.enter[w])
     wrong = early >= 0
     # the call that completes the later receive follows the waiting call with no send or collective
     # of the rank from the waiting call on (a stage's Irecv; Send; Wait puts a send before it, and a
     # waiting MPI_Sendrecv sends itself: CoMD's exchanges, one dimension after another, were told to
     # receive in another order)
-    sent = np.r_[0, _sends_or_collectives(f)]  # sent[i]: sends and collectives of rows before row i
+    sent = _sends_or_collectives(f)  # sent[i]: sends and collectives of the thread's calls before row i
     done = np.where(wrong, tm.waiting_call(np.maximum(early, 0)), -1)
-    reorderable = wrong & (done > w) & (sent[np.maximum(done, w)] == sent[w])
+    later = np.maximum(done, w)
+    reorderable = wrong & (done > w) & (key[later] == key[w]) & (sent[later] == sent[w])
     pattern = np.where(wrong, PATTERN["late_sender_wrong_order"], PATTERN["late_sender"])
     return pl.concat([_candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy(), reorderable), looped])
 
@@ -360,7 +365,7 @@ def wait_events(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT) -> pl.DataFra
          .sort("wait_ns", descending=True).unique("event", keep="first").sort("event"))
     w, cause = c["event"].to_numpy(), c["cause_event"].to_numpy()
     ev = f.events
-    prev_cause = f.previous_on_rank(cause)
+    prev_cause = f.previous_in_thread(cause)
     compute_before = _compute_before(f, tm)
     cause_compute = compute_before(cause)
     # Ranks leave MPI_Init at different times (the MPI's start-up: 57 ms apart in a CloverLeaf run);
@@ -398,21 +403,28 @@ NEVER_WAITS = frozenset(
 
 
 def _compute_before(f: Frames, tm: _Times) -> Any:
-    """event ids -> the computation of their rank since its previous call that could wait for
-    another rank (NEVER_WAITS are passed over, their time in MPI left out); 0 for a first call."""
+    """event ids -> the computation of their thread since its previous call that could wait for
+    another rank (NEVER_WAITS are passed over, their time in MPI left out); 0 for a first call. Per
+    thread: the rank's previous call may be another thread's, still running (a thread that computed
+    150 ms before its send read as having computed 0 next to a thread waiting in MPI_Recv)."""
     never = f.code_table(NEVER_WAITS | frozenset(n + "_c" for n in NEVER_WAITS))[f.call_codes()]
     n = never.size
-    rank = f.column("rank")
-    # the last call at or before each row that could wait (rows are in rank, time order)
-    last_waiting = np.maximum.accumulate(np.where(never, -1, np.arange(n)))
-    in_mpi = np.where(never, np.maximum(tm.leave - tm.enter, 0), 0).cumsum()  # time in passed-over calls
+    key = f.stream()
+    threads = f.threads()
+    order, place = threads if threads is not None else (None, None)
+    # in the threads' order (rows are in rank, time order; threads interleaved where a rank has several)
+    seq = never if order is None else never[order]
+    last_waiting = np.maximum.accumulate(np.where(seq, -1, np.arange(n)))  # last place that could wait
+    passed = np.where(never, np.maximum(tm.leave - tm.enter, 0), 0)
+    in_mpi = (passed if order is None else passed[order]).cumsum()  # time in passed-over calls
 
     def compute(e: I64) -> I64:
-        p = np.where(e > 0, last_waiting[np.maximum(e - 1, 0)], -1)
-        ok = (p >= 0) & (rank[np.maximum(p, 0)] == rank[e]) & (tm.leave[np.maximum(p, 0)] >= 0)
-        p = np.maximum(p, 0)
-        between = in_mpi[np.maximum(e - 1, 0)] - in_mpi[p]
-        return np.where(ok, np.maximum(tm.enter[e] - tm.leave[p] - between, 0), 0)
+        pos = e if place is None else place[e]
+        p = np.where(pos > 0, last_waiting[np.maximum(pos - 1, 0)], -1)
+        row = np.maximum(p, 0) if order is None else order[np.maximum(p, 0)]
+        ok = (p >= 0) & (key[row] == key[e]) & (tm.leave[row] >= 0)
+        between = in_mpi[np.maximum(pos - 1, 0)] - in_mpi[np.maximum(p, 0)]
+        return np.where(ok, np.maximum(tm.enter[e] - tm.leave[row] - between, 0), 0)
 
     return compute
 
