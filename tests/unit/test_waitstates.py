@@ -344,3 +344,33 @@ def test_eager_limit_needs_each_side_to_agree():
     clear = [(1024, False)] * 20 + [(8192, True)] * 6
     assert observed_eager_limit(run_of(clear).frames()) == 8192
     assert observed_eager_limit(run_of([(1024, False)] * 20 + [(8192, True)] * 2).frames()) is None
+
+
+def test_eager_limit_reads_no_send_held_by_what_its_wait_also_completed():
+    """An MPI_Waitall that completes a 1 KiB MPI_Isend and the MPI_Irecv of a late message waits for
+    the message, not for the send's receive: such sends are no evidence of the limit ("eager limit
+    1,024 B" on MPIs that send up to 4 and 8 KiB eagerly, and false late receivers in PETSc's
+    scatters). A wait that completes the send alone still is."""
+    from mpiscope.analysis.waitstates import observed_eager_limit
+
+    def run_of(waitall: bool) -> Run:
+        run = Run(2)
+        for k in range(20):
+            t = 1000 * k
+            if waitall:  # rank 0: Irecv, Isend, Waitall held until rank 1's late message at t + 300
+                rq = run.call(0, "MPI_Irecv", t, t + 1)
+                sq = run.call(0, "MPI_Isend", t + 2, t + 3)
+                w = run.call(0, "MPI_Waitall", t + 4, t + 310)
+                run.events[rq]["done_by"] = run.events[sq]["done_by"] = w
+            else:  # rank 0: Isend, Wait held until rank 1 posts its receive at t + 300
+                sq = run.call(0, "MPI_Isend", t + 2, t + 3)
+                w = run.call(0, "MPI_Wait", t + 4, t + 310)
+                run.events[sq]["done_by"] = w
+            r = run.call(1, "MPI_Recv", t + 300, t + 320)
+            run.send(sq, r, 1024)
+            small = run.call(0, "MPI_Send", t + 400, t + 410)  # eager: returns before its receive
+            run.send(small, run.call(1, "MPI_Recv", t + 450, t + 460), 16)
+        return run
+
+    assert observed_eager_limit(run_of(waitall=True).frames()) is None
+    assert observed_eager_limit(run_of(waitall=False).frames()) == 1024

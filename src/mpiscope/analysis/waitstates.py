@@ -99,6 +99,10 @@ RENDEZVOUS_SENDS = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_
                               "MPI_Isendrecv", "MPI_Isendrecv_c", "MPI_Isendrecv_replace",
                               "MPI_Isendrecv_replace_c"})
 
+# The sends that move nothing else: whether one was held until its receive came is the eager limit's
+# evidence (a send-receive may have waited for its own receive).
+SENDS_ONLY = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_c"})
+
 # Calls whose time is waiting for other ranks that no pattern here attributes: a polling loop waits
 # for what it tests; post/start/complete/wait and lock acquisition wait for the other side of an
 # epoch. Their time is not "busy" (diagnose's communication-bound finding leaves it out).
@@ -249,10 +253,15 @@ def observed_eager_limit(f: Frames) -> int | None:
         return None
     tm = _Times(f)
     send = m["send_event"].to_numpy()
-    ok = f.code_table(RENDEZVOUS_SENDS)[f.call_codes()[send]]
+    ok = f.code_table(SENDS_ONLY)[f.call_codes()[send]]
     w = tm.waiting_call(send)
+    # a call that completed something else besides may have waited for that: an MPI_Waitall of a 1 KiB
+    # MPI_Isend and the MPI_Irecv of a late message read "eager limit 1,024 B" on MPIs that send up to
+    # 4 and 8 KiB eagerly (and PETSc's scatters 308 B, with 10 false late receivers)
+    by = tm.completed_by[tm.completed_by >= 0]
+    alone = np.bincount(by, minlength=tm.enter.size)[w] == 1
     ready = m["t_recv_enter_ns"].to_numpy()
-    ok &= (tm.enter[w] < ready) & (tm.leave[w] >= 0) & (ready >= 0)
+    ok &= ((w == send) | alone) & (tm.enter[w] < ready) & (tm.leave[w] >= 0) & (ready >= 0)
     nbytes = m["bytes"].to_numpy()[ok]
     held = tm.leave[w[ok]] > ready[ok]
     if held.sum() < OBSERVED_SENDS or (~held).sum() < OBSERVED_SENDS:
