@@ -58,6 +58,7 @@ NONBLOCKING += [k for k in COLLECTIVES if k.startswith("MPI_I")]
 _RMA_OPS = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
             "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate")
 NOT_REPLAYED = pl.col("call").is_in(_RMA_OPS) | pl.col("call").str.starts_with("MPI_Win_")
+NEIGHBOURHOOD = pl.col("call").str.contains("eighbor_")  # MPI_Neighbor_*, MPI_Ineighbor_*, *_init
 
 
 
@@ -203,6 +204,11 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
     if rma:
         notes.append(f"{rma} one-sided (RMA) calls are not replayed, neither their data nor their time "
                      f"(puts, gets, accumulates, window creation, fences, locks, post/start/complete/wait)")
+    neighbours = ev.filter(NEIGHBOURHOOD)
+    if neighbours.height:
+        notes.append(f"{neighbours.height} neighbourhood collective calls (MPI_Neighbor_*, "
+                     f"{int(neighbours['bytes'].sum() or 0):,} bytes sent) are not replayed, neither their data "
+                     f"nor their time: the trace does not hold the topology's neighbours")
     return Actions(trace.ranks, lines.sort("rank", "key", "sub", "slot"), comms, m.height,
                    int(m["bytes"].sum() or 0), tuple(notes))
 
@@ -265,6 +271,14 @@ def _collectives(ev: pl.DataFrame, trace: Trace, done: pl.DataFrame,
         notes.append(f"{partial} collectives not seen on every rank of their communicator are not replayed")
     c = c.join(counts.filter(pl.col("seen") == pl.col("comm_size"), pl.col("comm_size") >= 2)
                .select("coll_id", "counts", "total"), on="coll_id", how="inner")
+    # The replay's communicators are numbered afresh, the world's 0 kept: the trace numbers windows
+    # with them, so a program of 11 communicators and many windows (PETSc's window scatters) used id 5008.
+    used = sorted(set(c["comm"].to_list()) - {0})
+    if len(used) >= MAX_COMMS:
+        raise SimError(f"the trace's collectives use {len(used):,} communicators, beyond the {MAX_COMMS - 1:,} the "
+                       f"replay supports; record a run that creates fewer communicators")
+    number = {old: new for new, old in enumerate(used, start=1)}
+    c = c.with_columns(pl.col("comm").replace_strict(number, default=pl.col("comm"), return_dtype=c.schema["comm"]))
     spec = pl.format("{} {} {} {} {}", "op", "comm", pl.col("root_rank").fill_null(0), "comm_size", "counts")
     is_nb = pl.col("call").str.starts_with("MPI_I")
     blocking = c.filter(~is_nb).select("rank", key=pl.col("event"), sub=pl.lit(2, pl.Int8),
@@ -272,10 +286,6 @@ def _collectives(ev: pl.DataFrame, trace: Trace, done: pl.DataFrame,
                                        text=pl.format("B {}", spec))
     posts = _post_columns(c.filter(is_nb), "rank", "event", 2, "done", "event", "total", pl.lit("C "),
                           pl.format(" {}", spec))
-    used = sorted(set(c["comm"].to_list()) - {0})
-    if used and max(used) >= MAX_COMMS:
-        raise SimError(f"the trace uses communicator id {max(used)}, beyond the {MAX_COMMS} the replay "
-                       f"supports; record fewer communicators")
-    lines = [f"{r['comm']} {r['comm_size']} {' '.join(map(str, r['ranks']))}"
+    lines = [f"{number[r['comm']]} {r['comm_size']} {' '.join(map(str, r['ranks']))}"
              for r in comms.filter(pl.col("comm").is_in(used)).sort("comm").iter_rows(named=True)]
     return posts, blocking, lines
