@@ -252,6 +252,14 @@ def test_the_eager_limit_comes_from_the_trace(tmp_path: Path) -> None:
     assert sum(w["instances"] for w in late) == held.len()
     # given, the limit is the user's
     assert diagnose(t, eager_limit=65536).to_json()["eager_limit_bytes"] == 65536
+    # sends of 16 and 32 KiB only, all held: the trace shows no limit, so that of the MPI on one host
+    # (MPICH: 8 KiB; the 64 KiB default saw none of these late receivers) is assumed and said
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "big"), "--", *MPICH.launch(2), str(exe), "3", "5", "16384"],
+                        env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-2000:]
+    d = diagnose(open_trace(tmp_path / "big")).to_json()
+    assert d["eager_limit_bytes"] == 8192 and any("8,192 B assumed, MPICH's on one host" in n for n in d["notes"])
+    assert sum(w["instances"] for w in d["wait_states"] if w["pattern"] == "late_receiver") == 6
 
 
 @pytest.mark.mpi(ranks=2)

@@ -331,11 +331,11 @@ def test_eager_limit_needs_each_side_to_agree():
         run = Run(2)
         t = 0
         for nbytes, held in sizes_held:
-            # the receive is posted at t + 50; a held send leaves after it, an eager one before
-            s = run.call(0, "MPI_Send", t, t + (100 if held else 10))
-            r = run.call(1, "MPI_Recv", t + 50, t + 120)
+            # the receive is posted at t + 50 µs; a held send leaves after it, an eager one before
+            s = run.call(0, "MPI_Send", t, t + (100_000 if held else 10_000))
+            r = run.call(1, "MPI_Recv", t + 50_000, t + 120_000)
             run.send(s, r, nbytes)
-            t += 1000
+            t += 1_000_000
         return run
 
     # 300 eager sends of 1 KiB; of 75 of 4,896 B three waited: 72 of 75 above the limit contradict it
@@ -356,20 +356,20 @@ def test_eager_limit_reads_no_send_held_by_what_its_wait_also_completed():
     def run_of(waitall: bool) -> Run:
         run = Run(2)
         for k in range(20):
-            t = 1000 * k
-            if waitall:  # rank 0: Irecv, Isend, Waitall held until rank 1's late message at t + 300
-                rq = run.call(0, "MPI_Irecv", t, t + 1)
-                sq = run.call(0, "MPI_Isend", t + 2, t + 3)
-                w = run.call(0, "MPI_Waitall", t + 4, t + 310)
+            t = 1_000_000 * k
+            if waitall:  # rank 0: Irecv, Isend, Waitall held until rank 1's late message at t + 300 µs
+                rq = run.call(0, "MPI_Irecv", t, t + 1_000)
+                sq = run.call(0, "MPI_Isend", t + 2_000, t + 3_000)
+                w = run.call(0, "MPI_Waitall", t + 4_000, t + 310_000)
                 run.events[rq]["done_by"] = run.events[sq]["done_by"] = w
-            else:  # rank 0: Isend, Wait held until rank 1 posts its receive at t + 300
-                sq = run.call(0, "MPI_Isend", t + 2, t + 3)
-                w = run.call(0, "MPI_Wait", t + 4, t + 310)
+            else:  # rank 0: Isend, Wait held until rank 1 posts its receive at t + 300 µs
+                sq = run.call(0, "MPI_Isend", t + 2_000, t + 3_000)
+                w = run.call(0, "MPI_Wait", t + 4_000, t + 310_000)
                 run.events[sq]["done_by"] = w
-            r = run.call(1, "MPI_Recv", t + 300, t + 320)
+            r = run.call(1, "MPI_Recv", t + 300_000, t + 320_000)
             run.send(sq, r, 1024)
-            small = run.call(0, "MPI_Send", t + 400, t + 410)  # eager: returns before its receive
-            run.send(small, run.call(1, "MPI_Recv", t + 450, t + 460), 16)
+            small = run.call(0, "MPI_Send", t + 400_000, t + 410_000)  # eager: returns before its receive
+            run.send(small, run.call(1, "MPI_Recv", t + 450_000, t + 460_000), 16)
         return run
 
     assert observed_eager_limit(run_of(waitall=True).frames()) is None

@@ -33,7 +33,8 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eager-limit", default=None, metavar="BYTES",
                    help="MPI_Send/Isend/Sendrecv of at least this many bytes wait for their receive "
                         f"(rendezvous; default: what the trace's sends show where below {DEFAULT_EAGER_LIMIT // 1024}K, "
-                        f"else {DEFAULT_EAGER_LIMIT // 1024}K); MPI_Ssend always does")
+                        f"else on one host the MPI's shared-memory limit (Open MPI 4K, MPICH 8K), else "
+                        f"{DEFAULT_EAGER_LIMIT // 1024}K); MPI_Ssend always does")
 
 
 def render(d: Diagnosis, top: int) -> None:
