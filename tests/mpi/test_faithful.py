@@ -111,6 +111,26 @@ def test_polls_with_nothing_left_to_complete_fold(tmp_path):
     assert trace.manifest["counts"]["messages"] == 1 and trace.manifest["counts"]["unmatched_sends"] == 0
 
 
+def test_a_receive_never_completed_still_takes_its_message(tmp_path):
+    """A receive posted for one source and tag whose request is never completed takes that envelope's
+    next message all the same: left out of the matching, every later message paired with the receive
+    after its own (LAMMPS' NEB: 384 unmatched sends, 480 messages paired with smaller receives)."""
+    from mpiscope.trace import open_trace
+
+    exe = compile_program(PROGRAMS / "leaked_recv.c", mpicc=str(MPICH.mpicc), out_dir=tmp_path / "build")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(exe)], env=MPICH.environ())
+    assert done.returncode == 0 and done.stdout.split() == ["got", "8"] * 3, (done.stdout, done.stderr)
+    trace = open_trace(out)
+    counts = trace.manifest["counts"]
+    assert counts["messages"] == 9 and counts["unmatched_sends"] == counts["unmatched_recvs"] == 0
+    m = trace.messages().sort("t_send_enter_ns").collect()
+    ev = trace.events().select("event", "bytes").collect()
+    posted = m.join(ev.rename({"event": "recv_event", "bytes": "posted"}), on="recv_event")["posted"]
+    assert m["bytes"].to_list() == [800, 80, 8] * 3 and (posted >= m["bytes"]).all()
+    assert m["t_recv_leave_ns"].null_count() == 3  # the receives never completed
+
+
 def test_a_failed_bsend_is_no_message(tmp_path):
     """MPI_Bsend without a buffer fails (MPI_ERR_BUFFER under MPI_ERRORS_RETURN): it stays an
     event with its error code, is no message, and the three sends after it with the same
