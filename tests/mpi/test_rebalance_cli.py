@@ -55,6 +55,14 @@ def test_trace_to_partition_file_to_mm(run_traced, tmp_path: Path) -> None:
     fails([str(before.path), "--shares", "128x16"], "--shares gives 16 ranks")
     fails([str(before.path), "--shares", "64x4", "--granularity", "128"], "larger than rank 0's share")
     fails([str(before.path), "--shares", "64x4", "--phase", "99"], "no phase 99")
+    # all phases: the computation summed over them, the diagnosis's per-rank totals
+    every = ok_json([str(before.path), "--shares", "64x4", "--phase", "all"])
+    from mpiscope.analysis.diagnose import diagnose
+
+    totals = diagnose(before).to_json()["imbalance"]["total"]["compute_seconds"]
+    assert every["phase"] == "all" and every["times_s"] == pytest.approx(totals, rel=1e-9)
+    done = mpiscope_cli(["rebalance", str(before.path), "--shares", "64x4", "--phase", "most"])
+    assert done.returncode == 2 and "neither a phase number nor 'all'" in done.stderr
 
 
 @pytest.mark.mpi(ranks=4)

@@ -328,3 +328,18 @@ def test_communication_bound_advice_fits_the_calls_that_took_the_time():
     assert advice.startswith("create communicators and windows once")
     assert said([("MPI_Allreduce_c", 160)])[1].startswith("call collectives less often and combine them")
     assert said([("MPI_Isend", 100), ("MPI_Waitall", 60)])[1].startswith("send fewer, larger messages")
+
+
+def test_imbalance_of_many_phases_is_rebalanced_over_all_of_them():
+    """A run of many phases (an iterative program's steps) is rebalanced by its computation summed
+    over them: one step's shares are noise (LAMMPS: the worst phase of two time steps gave 8 of 240
+    rows to the rank that computed three times longer over the run); one big phase (S-CAT's mm) by
+    itself."""
+    from mpiscope.analysis.findings import imbalance_finding
+    from mpiscope.analysis.imbalance import Imbalance, Phase
+
+    def imb(n: int) -> Imbalance:
+        return Imbalance(2, [Phase(i, 0, 1, [3_000_000, 1_000_000], 66.7, 0, "MPI_Allreduce") for i in range(n)])
+
+    assert imbalance_finding(imb(40), "t").suggestion.endswith("--shares ROWSx2 --phase all")
+    assert imbalance_finding(imb(1), "t").suggestion.endswith("--shares ROWSx2 --phase 0")

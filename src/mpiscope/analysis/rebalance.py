@@ -34,7 +34,7 @@ class Rebalance:
     old_shares: list[int]
     shares: list[int]
     granularity: int
-    phase: int | None = None      # the trace phase the times come from (None: times given)
+    phase: int | str | None = None  # the trace phase the times come from ("all": summed; None: times given)
     run_id: str | None = None
 
     @property
@@ -84,7 +84,7 @@ def new_shares(times_s: Sequence[float], shares: Sequence[int], granularity: int
 
 
 def rebalance(times_s: Sequence[float], shares: Sequence[int], granularity: int = DEFAULT_GRANULARITY,
-              phase: int | None = None, run_id: str | None = None) -> Rebalance:
+              phase: int | str | None = None, run_id: str | None = None) -> Rebalance:
     return Rebalance(times_s=[float(t) for t in times_s], old_shares=[int(w) for w in shares],
                      shares=new_shares(times_s, shares, granularity), granularity=granularity,
                      phase=phase, run_id=run_id)
@@ -168,14 +168,26 @@ def format_partition(result: Rebalance, note: str = "") -> str:
     return "\n".join(head + [f"{start} {end}" for start, end in result.rows]) + "\n"
 
 
-def phase_times(trace: Trace, phase: int | None = None) -> tuple[list[float], int]:
+ALL_PHASES = "all"
+
+
+def phase_times(trace: Trace, phase: int | str | None = None) -> tuple[list[float], int | str]:
     """Per-rank compute seconds of a phase of the trace, and that phase's index.
 
-    Default: the phase whose slowest rank computed longest (for mm, the product)."""
+    Default: the phase whose slowest rank computed longest (for mm, the product). "all": the
+    computation summed over every phase, the share of an iterative program's steps as a whole (one
+    step of two is noise: a LAMMPS phase of two time steps gave its slow rank 8 of 240 rows, and the
+    run computed 7 times longer on the other)."""
     phases = compute_phases(trace).phases
     if not phases:
         raise UsageError(f"{trace.path} has no phase to cut (no collective that every rank takes part in), "
                          f"so it gives no compute times; give them with --times")
+    if phase == ALL_PHASES:
+        totals = [sum(p.compute_ns[r] for p in phases) / 1e9 for r in range(len(phases[0].compute_ns))]
+        if done_alone(totals):
+            raise UsageError(f"over the run of {trace.path} one rank did nearly all the computation: its work was not "
+                             f"shared out by rows, so new shares cannot balance it; give --times")
+        return totals, ALL_PHASES
     if phase is None:
         chosen = max(phases, key=lambda p: (max(p.compute_ns), -p.index))
     else:

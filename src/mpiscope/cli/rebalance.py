@@ -7,7 +7,7 @@
 Rank i computed its w_i rows in t_i seconds; its new share is w_i * mean(t) / t_i, rescaled to the
 same total and rounded to multiples of --granularity rows (default 4) by largest remainder. With a
 TRACE, t_i is rank i's computation time in the phase whose slowest rank computed longest (or
---phase K). --shares is ROWSxRANKS, a comma list, or a partition file (one line per rank: ROWS, or
+--phase K, or --phase all: summed over every phase). --shares is ROWSxRANKS, a comma list, or a partition file (one line per rank: ROWS, or
 START END). -o writes the new partition as START END lines, the file the mm example reads
 (mm --partition FILE).
 """
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mpiscope import output
 from mpiscope.analysis.rebalance import (
+    ALL_PHASES,
     DEFAULT_GRANULARITY,
     Rebalance,
     format_partition,
@@ -37,7 +38,9 @@ def prepare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--times", metavar="T0,T1,...", help="compute seconds per rank, instead of a TRACE")
     p.add_argument("--shares", required=True, metavar="ROWSxRANKS|LIST|FILE",
                    help="current rows per rank: 128x16, 184,164,..., or a partition file")
-    p.add_argument("--phase", type=int, metavar="K", help="trace phase to use (default: the longest computation)")
+    p.add_argument("--phase", type=_phase, metavar="K|all",
+                   help="trace phase to use, or all: the computation summed over every phase (an iterative "
+                        "program's steps); default: the phase whose slowest rank computed longest")
     p.add_argument("--granularity", type=int, default=DEFAULT_GRANULARITY, metavar="G",
                    help=f"new shares are multiples of G rows (default {DEFAULT_GRANULARITY})")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON (- for stdout)")
@@ -60,6 +63,15 @@ def read_shares(text: str) -> list[int]:
     return parse_partition(content, str(path))
 
 
+def _phase(text: str) -> int | str:
+    if text == ALL_PHASES:
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a phase number nor 'all'") from None
+
+
 def compute(args: argparse.Namespace) -> tuple[Rebalance, str]:
     """The result, and a note on where its times come from."""
     if (args.trace_dir is None) == (args.times is None):
@@ -76,7 +88,7 @@ def compute(args: argparse.Namespace) -> tuple[Rebalance, str]:
                          f"give one share per rank (e.g. --shares {sum(shares) // max(trace.ranks, 1)}x{trace.ranks})")
     times, phase = phase_times(trace, args.phase)
     result = rebalance(times, shares, args.granularity, phase=phase, run_id=str(trace.manifest.get("run_id", "")))
-    return result, f"times from {args.trace_dir} phase {phase}"
+    return result, f"times from {args.trace_dir} " + ("summed over all phases" if phase == ALL_PHASES else f"phase {phase}")
 
 
 def render(r: Rebalance, note: str) -> None:
