@@ -279,3 +279,16 @@ def test_work_one_rank_does_alone(program, tmp_path: Path) -> None:
     done = mpiscope_cli(["rebalance", str(trace), "--shares", "100x2", "--phase", str(phase)])
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "was not shared out by rows" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.mpi(ranks=2)
+def test_collectives_of_one_rank_wait_for_no_one(program, tmp_path: Path) -> None:
+    """Rank 0 computes 200 ms in 20 pieces, each closed by a reduction on MPI_COMM_SELF, before the
+    world's MPI_Allreduce rank 1 waits in: the reductions of one rank wait for no one, so the
+    computation before the late call runs back over them (LAMMPS' replicas: 'did not compute noticeably
+    longer ... held up earlier'); rank 1 computed nothing meanwhile, so no share of rows moves it."""
+    trace = record(program("self_collectives"), 2, ["10"], tmp_path / "t")
+    d = diagnose(open_trace(trace)).to_json()
+    (nxn,) = [f for f in d["findings"] if f["kind"] == "wait_at_nxn"]
+    assert "rank 0 computed" in nxn["text"] and nxn["delay_seconds_per_instance"] > 0.15, nxn
+    assert nxn["suggestion"].startswith("share out the work rank 0 does alone before MPI_Allreduce"), nxn

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.hotspots import HotSpot
-from mpiscope.analysis.imbalance import Imbalance, done_alone
+from mpiscope.analysis.imbalance import ALONE_SHARE, Imbalance, done_alone
 from mpiscope.analysis.waitstates import BARRIER, BROADCAST, COMM_CREATE, NXN, REDUCE, WINDOW_NXN, waited_by_rank
 from mpiscope.trace.placement import Crowded
 from mpiscope.units import scaled
@@ -158,6 +158,13 @@ def _explained(r: dict[str, Any]) -> bool:
     return bool(r["delay_ns"] > DELAY_EXPLAINS * r["wait_ns"] / r["instances"])
 
 
+def _alone(r: dict[str, Any]) -> bool:
+    """The late rank's computation before its call was work the waiting ones had none of: they computed
+    under ALONE_SHARE of it before their waits (imbalance.done_alone's measure, per waiting call)."""
+    cause = r.get("cause_compute_ns") or 0
+    return bool(cause > 0 and cause - r["delay_ns"] < ALONE_SHARE * cause)
+
+
 def _held_up_advice(rank: int, crowded: bool | None) -> str:
     # rebalancing moves computation, and rank `rank` did not compute longer: the delay is elsewhere
     advice = f"find what held rank {rank} up before (the critical path leads there) rather than rebalance"
@@ -194,8 +201,8 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
     a hot spot (a master serving the others) are cured by spreading its work, not by rebalancing.
     `crowded`: more ranks than CPUs shared a host (None: not known)."""
     keys = ["pattern", "call", "callsite", "cause_rank", "cause_call", "cause_callsite", "start_up"]
-    if "in_init_ns" not in waits.columns:
-        waits = waits.with_columns(pl.lit(0, pl.Int64).alias("in_init_ns"))
+    waits = waits.with_columns(pl.lit(0, pl.Int64).alias(c) for c in ("in_init_ns", "cause_compute_ns")
+                               if c not in waits.columns)  # made-up waits may lack them
     # a wait most of which the late rank spent still inside MPI_Init is a finding of its own (the same
     # call site's later waits are the program's)
     start_up = (pl.col("in_init_ns") >= START_UP_EXPLAINS * pl.col("wait_ns")).fill_null(False).alias("start_up")
@@ -203,7 +210,7 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
                                        pl.col("rank").unique().sort().alias("ranks"), pl.col("delay_ns").mean(),
                                        pl.col("cause_from_callsite").drop_nulls().first(),
                                        pl.col("reorderable").mean().alias("reorderable"),
-                                       pl.col("in_init_ns").mean())
+                                       pl.col("in_init_ns").mean(), pl.col("cause_compute_ns").mean())
               .with_columns(pl.col(c).cast(pl.Utf8) for c in ("pattern", "call", "callsite", "cause_call",
                                                               "cause_callsite", "cause_from_callsite")))
     out = []
@@ -248,6 +255,11 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
                 advice = _crowded_first(advice)
         else:
             advice = _suggestion("late_sender" if in_step_order else p, trace, ranks)
+            # no share of rows moves work one rank does alone before a collective all of them wait in
+            if p in ("wait_at_nxn", "wait_at_fence", "wait_at_barrier") and _alone(r):
+                advice = (f"share out the work rank {r['cause_rank']} does alone before {r['cause_call']} (the "
+                          f"waiting ranks computed next to nothing meanwhile), or let them go on with work that "
+                          f"does not need its result")
             if crowded and "mpiscope rebalance" in advice:
                 advice = _crowded_first(advice)
         out.append(Finding(p, text, seconds, r["ranks"], advice, evidence))
