@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mpiscope.analysis.findings import comm_bound_finding, file_io_finding, hot_spot_findings
+from mpiscope.analysis.findings import FileIo, comm_bound_finding, file_io_finding, hot_spot_findings
 from mpiscope.analysis.hotspots import HotSpot
 
 TIMES = pl.DataFrame({"rank": [0, 1], "app_ns": [1_000, 1_000], "mpi_ns": [900, 800]})
@@ -31,20 +31,30 @@ def test_time_in_mpi_io_is_file_io_not_communication():
     """A run whose time in MPI is mostly MPI-IO is not communication-bound: the file I/O is its own finding."""
     writing = TIMES.with_columns(pl.Series("io_ns", [700, 600]))
     assert comm_bound_finding(writing, {0: 100}, "t", hosts=2) is None
-    f = file_io_finding(writing, ("MPI_File_write_at_all", "main (app.c:12)", 1_300))
+    f = file_io_finding(writing, FileIo(("MPI_File_write_at", "main (app.c:12)", 1_300), 0.9))
     assert f is not None and f.kind == "file_io" and f.seconds == 1_300 / 1e9 and f.ranks == [0, 1]
-    assert "65 % of their time in MPI-IO" in f.text and "MPI_File_write_at_all at main (app.c:12)" in f.text
+    assert "65 % of their time in MPI-IO" in f.text and "MPI_File_write_at at main (app.c:12)" in f.text
     assert "write collectively" in f.suggestion
     assert file_io_finding(TIMES.with_columns(pl.lit(0).alias("io_ns")), None) is None
-    # mostly opening, closing and syncing: other advice
-    meta = file_io_finding(writing, ("MPI_File_sync", "main (app.c:20)", 900), moving_share=0.25)
+    # the advice fits what the time went to: reads are told of reading, collective writes not to be
+    # made collective, files opened once each not to be opened once (a read-only program was told to write
+    # collectively, an HDF5 run whose writes were collective to write collectively)
+    reading = file_io_finding(writing, FileIo(None, 0.9, read_share=0.8))
+    assert reading is not None and reading.suggestion.startswith("read less often") and "write" not in reading.suggestion
+    collective = file_io_finding(writing, FileIo(None, 0.9, collective_share=0.9))
+    assert collective is not None and "write collectively" not in collective.suggestion
+    assert "collective already" in collective.suggestion
+    # mostly opening, closing and syncing: other advice, by how often files were opened
+    meta = file_io_finding(writing, FileIo(("MPI_File_sync", "main (app.c:20)", 900), 0.25, opens=40, accesses=40))
     assert meta is not None and "75 % of it opening, closing, syncing or resizing files" in meta.text
     assert "open each file once" in meta.suggestion
-    assert "opening" not in file_io_finding(writing, ("MPI_File_sync", "s", 900), moving_share=0.75).text
+    few = file_io_finding(writing, FileIo(None, 0.25, opens=8, accesses=800))
+    assert few is not None and "open each file once" not in few.suggestion and "fewer, larger files" in few.suggestion
+    assert "opening" not in file_io_finding(writing, FileIo(("MPI_File_sync", "s", 900), 0.75)).text
     # one writer rank among four
     writer = pl.DataFrame({"rank": [0, 1, 2, 3], "app_ns": [1_000] * 4, "mpi_ns": [900, 100, 100, 100],
                            "io_ns": [800, 10, 10, 0]})
-    w = file_io_finding(writer, ("MPI_File_write", "main (app.c:30)", 800))
+    w = file_io_finding(writer, FileIo(("MPI_File_write", "main (app.c:30)", 800)))
     assert w is not None and "rank 0 alone 98 % of it" in w.text and "rather than through rank 0" in w.suggestion
     assert "alone" not in f.text  # two ranks: no writer rank said
 

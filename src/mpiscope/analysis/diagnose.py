@@ -14,7 +14,14 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.critical import CriticalPath, critical_path
-from mpiscope.analysis.findings import Finding, build_findings, fmt_ranks, oversubscribed_finding, short_site
+from mpiscope.analysis.findings import (
+    FileIo,
+    Finding,
+    build_findings,
+    fmt_ranks,
+    oversubscribed_finding,
+    short_site,
+)
 from mpiscope.analysis.frames import Frames, file_io_rows, load_frames, rank_times
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
@@ -147,23 +154,36 @@ def ended_early(trace: Trace, f: Frames) -> str | None:
 ENDED = {"cut off": "stopped", "stopped: disk full": "stopped recording (disk full)"}
 
 
-def file_io(f: Frames) -> tuple[tuple[str, str, int] | None, float | None]:
-    """((call, call site, ns summed over the ranks) of the MPI-IO call site that took longest, the
-    share of the MPI-IO time in reads and writes), or (None, None) without MPI-IO. MPI-IO time is
-    that of file_io_rows: a wait that completed nonblocking reads or writes only is moving data."""
+def file_io(f: Frames) -> FileIo | None:
+    """What the run's MPI-IO time went to (None without MPI-IO): the call site that took longest,
+    the share in reads and writes, and of those in reads and in collective ones, the files opened.
+    MPI-IO time is that of file_io_rows: a wait that completed nonblocking reads or writes only is
+    moving data (counted with the writes: which it completed is not kept here)."""
     codes = f.call_codes()
     io = file_io_rows(f)
     if not io.any():
-        return None, None
+        return None
     calls = f.events.filter(pl.Series(io)).with_columns((pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("ns"))
     top = (calls.group_by("call", "callsite").agg(pl.col("ns").sum())
            .sort("ns", "call", "callsite", descending=[True, False, False], nulls_last=True).row(0))
+    names = f.call_names
+    reads, writes = file_io_calls(names, "read"), file_io_calls(names, "write")
     # every nonblocking file access reads or writes: the waits for them move data too
-    metadata = f.code_table(frozenset(file_io_calls(f.call_names)) - frozenset(
-        file_io_calls(f.call_names, "read") + file_io_calls(f.call_names, "write")))
-    total = int(calls["ns"].sum() or 0)
-    moved = int(calls.filter(~pl.Series(metadata[codes[io]]))["ns"].sum() or 0)
-    return (str(top[0]), str(top[1] or "?"), int(top[2] or 0)), (moved / total if total > 0 else None)
+    metadata = f.code_table(frozenset(file_io_calls(names)) - frozenset(reads + writes))[codes[io]]
+    ns = calls["ns"].fill_null(0).to_numpy()
+    call = codes[io]
+    total, moved = int(ns.sum()), int(ns[~metadata].sum())
+    collective = f.code_table(frozenset(n for n in reads + writes if n.endswith(COLLECTIVE_IO)))[call]
+    return FileIo((str(top[0]), str(top[1] or "?"), int(top[2] or 0)), moved / total if total > 0 else None,
+                  read_share=float(ns[f.code_table(frozenset(reads))[call]].sum() / moved) if moved else 0.0,
+                  collective_share=float(ns[collective].sum() / moved) if moved else 0.0,
+                  opens=int(f.code_table(frozenset({"MPI_File_open"}))[call].sum()),
+                  accesses=int(f.code_table(frozenset(reads + writes))[call].sum()))
+
+
+# MPI-IO reads and writes that all of a file's ranks call together (collective and split collective, ordered)
+COLLECTIVE_IO = ("_all", "_all_c", "_all_begin", "_all_begin_c", "_ordered", "_ordered_c", "_ordered_begin",
+                 "_ordered_begin_c")
 
 
 def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0,
@@ -189,12 +209,12 @@ def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: in
         pl.Series("wait_ns", waited_by_rank(waits, times.height))).sort("rank")
     spots = hot_spots(f)
     trace = str(f.path)
-    longest_io, io_moving_share = file_io(f)
+    io_profile = file_io(f)
     return Diagnosis(
         run_id=f.run_id, trace_dir=trace, ranks=f.ranks, eager_limit=eager_limit, per_rank=per_rank,
         wait_states=wait_state_rows(waits), critical_path=critical_path(waits, times), imbalance=imbalance,
         hot_spots=spots, findings=build_findings(waits, imbalance, spots, times, trace, hosts, crowded,
-                                                 unattributed_ns(f, waits), longest_io, io_moving_share,
+                                                 unattributed_ns(f, waits), io_profile,
                                                  busy_calls(f, waits)),
         notes=notes,
         oversubscribed=oversubscribed_finding(times, crowded or ()),

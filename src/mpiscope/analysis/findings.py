@@ -380,33 +380,52 @@ def _io_ns(times: pl.DataFrame) -> int:
     return int(times["io_ns"].sum()) if "io_ns" in times.columns else 0
 
 
-FILE_IO_ADVICE = ("write less often or less; write collectively (the MPI_File_*_all calls let the MPI gather "
-                  "the ranks' pieces into few large requests) or start the writes without waiting "
-                  "(MPI_File_iwrite_at_all) and compute meanwhile; the file system's bandwidth bounds the rest")
-# where opening, closing, syncing and resizing files take most of it
-FILE_METADATA_ADVICE = ("open each file once and keep it open rather than per write, and sync only where the data "
-                        "must be on disk (an MPI_File_sync waits for the file system); the file system's "
-                        "metadata server bounds the rest")
+@dataclass(frozen=True)
+class FileIo:
+    """What a run's MPI-IO time went to (diagnose.file_io): the advice fits it."""
+    longest: tuple[str, str, int] | None   # (call, call site, ns summed over the ranks) of the longest call site
+    moving_share: float | None = None      # of the MPI-IO time, in reads and writes (the rest: open, close, sync...)
+    read_share: float = 0.0                # of the reads' and writes' time, in reads
+    collective_share: float = 0.0          # of the reads' and writes' time, in collective ones (_all, ordered)
+    opens: int = 0                         # MPI_File_open calls
+    accesses: int = 0                      # reads and writes
 
 
-def file_io_finding(times: pl.DataFrame, longest: tuple[str, str, int] | None,
-                    moving_share: float | None = None) -> Finding | None:
-    """Time in MPI-IO calls: file I/O, which a tracer that does not record them counts as computation.
-    `longest`: (call, call site, ns summed over the ranks) of the MPI-IO call site that took longest;
-    `moving_share`: the share of the calls' time in reads and writes (None: not known), the rest being
-    opening, closing, syncing and resizing files, which other advice helps."""
+# A run's MPI-IO time by what it went to: (the way it moves data, what helps).
+def _file_io_advice(io: FileIo) -> str:
+    if io.moving_share is not None and io.moving_share < 0.5:  # opening, closing, syncing and resizing files
+        if io.opens >= io.accesses:  # a file opened for each access
+            return ("open each file once and keep it open rather than per access, and sync only where the data "
+                    "must be on disk (an MPI_File_sync waits for the file system); the file system's metadata "
+                    "server bounds the rest")
+        return ("open, close and sync fewer files (write fewer, larger files: each open and close waits for the "
+                "file system's metadata server), and sync only where the data must be on disk")
+    verb, start = ("read", "MPI_File_iread_at_all") if io.read_share >= 0.5 else ("write", "MPI_File_iwrite_at_all")
+    if io.collective_share >= 0.5:  # collective already: the MPI gathers the pieces
+        return (f"{verb} less often or less, or start the {verb}s without waiting ({start}) and compute meanwhile; "
+                f"the {verb}s are collective already (their aggregation is tuned by the MPI-IO hints cb_nodes and "
+                f"cb_buffer_size); the file system's bandwidth bounds the rest")
+    return (f"{verb} less often or less; {verb} collectively (the MPI_File_*_all calls let the MPI gather the ranks' "
+            f"pieces into few large requests) or start the {verb}s without waiting ({start}) and compute "
+            f"meanwhile; the file system's bandwidth bounds the rest")
+
+
+def file_io_finding(times: pl.DataFrame, profile: FileIo | None) -> Finding | None:
+    """Time in MPI-IO calls: file I/O, which a tracer that does not record them counts as computation;
+    `profile`: what that time went to (reads or writes, collective or not, files opened), which the
+    advice fits (a read-only program was told to write collectively)."""
     io, app = _io_ns(times), int(times["app_ns"].sum())
     if app <= 0 or io <= 0:
         return None
+    profile = profile or FileIo(None)
     text = (f"the ranks spent {100 * io / app:.0f} % of their time in MPI-IO ({fmt_s(io / 1e9)} of "
             f"{fmt_s(app / 1e9)} summed over the ranks): file I/O, neither computation nor communication")
-    advice = FILE_IO_ADVICE
-    if longest:
-        call, site, ns = longest
+    advice = _file_io_advice(profile)
+    if profile.longest:
+        call, site, ns = profile.longest
         text += f"; the longest: {fmt_s(ns / 1e9)} in {call} at {short_site(site)}"
-    if moving_share is not None and moving_share < 0.5:
-        text += f"; {100 * (1 - moving_share):.0f} % of it opening, closing, syncing or resizing files"
-        advice = FILE_METADATA_ADVICE
+    if profile.moving_share is not None and profile.moving_share < 0.5:
+        text += f"; {100 * (1 - profile.moving_share):.0f} % of it opening, closing, syncing or resizing files"
     # one rank doing the I/O of all (a writer rank) is a bottleneck of its own: said where one rank
     # spent at least twice its share
     top = times.sort("io_ns", "rank", descending=[True, False]).row(0, named=True)
@@ -479,13 +498,12 @@ def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> F
 def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSpot], times: pl.DataFrame,
                    trace: str, hosts: int = 0, crowded: Sequence[Crowded] | None = None,
                    unattributed: dict[str, int] | None = None,
-                   longest_io: tuple[str, str, int] | None = None,
-                   io_moving_share: float | None = None,
+                   file_io: FileIo | None = None,
                    busiest: Sequence[tuple[str, int]] = ()) -> list[Finding]:
     """All findings, largest first; `hosts`: the run's hosts (0: not known); `crowded`: the
     hosts that ran more ranks than they had CPUs (trace/placement.py; None: not known);
     `busiest`: waitstates.busy_calls';
-    `longest_io`, `io_moving_share`: file_io_finding's."""
+    `file_io`: file_io_finding's."""
     ranks = times.height
     wait_ns = dict(enumerate(waited_by_rank(waits, ranks).tolist()))
     # what others waited for a hot spot while it was still starting up (in MPI_Init) is not its load
@@ -500,7 +518,7 @@ def build_findings(waits: pl.DataFrame, imb: Imbalance | None, spots: list[HotSp
     # the communication-bound finding names the unattributed time where it is made; else it is its own
     for extra in (imbalance_finding(imb, trace, bool(crowded)) if imb else None, bound,
                   None if bound else unattributed_finding(times, unattributed, trace),
-                  file_io_finding(times, longest_io, io_moving_share)):
+                  file_io_finding(times, file_io)):
         if extra:
             found.append(extra)
     floor = MIN_SHARE * float(times["app_ns"].sum()) / 1e9
