@@ -280,6 +280,16 @@ def test_report_within_budget_has_bins_and_the_busiest_windows(halo: Path) -> No
         assert 0 <= a < b <= data["meta"]["span_ns"]
 
 
+def test_a_small_page_with_its_diagnosis_holds_what_fits(halo: Path) -> None:
+    """The room kept for the diagnosis while the tiles are planned (1 MB) is given back once it is known:
+    a page of 1.3 times the complete page's size holds every event (a 2 MB PETSc page held 2 of 8
+    windows where all fitted in 1.6 MB)."""
+    whole = build_report(open_trace(halo), max_bytes=10_000_000, tile_max=2000)
+    assert whole.complete and whole.bytes < 0.5 * 10_000_000
+    r = build_report(open_trace(halo), max_bytes=int(max(1.3 * whole.bytes, whole.bytes + 300_000)), tile_max=2000)
+    assert r.complete and r.payload["diagnosis"] is not None
+
+
 def test_unmerged_trace_is_refused(tmp_path: Path) -> None:
     halo_trace(tmp_path, 2, 600)
     with pytest.raises(UsageError, match="mpiscope merge"):
