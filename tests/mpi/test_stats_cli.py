@@ -89,3 +89,26 @@ def test_nonblocking_receives_say_their_bytes_are_posted_buffers(tmp_path: Path,
     assert calls["MPI_Wait"]["bytes"] == calls["MPI_Send"]["bytes"] == s["per_rank"][1]["bytes_received"] == 1000
     text = mpiscope_cli(["stats", str(out)]).stdout
     assert "MPI_Irecv: bytes of the buffers posted" in " ".join(text.split())
+
+
+SENDRECV_PROGRAM = """
+from mpi4py import MPI
+import numpy as np
+comm = MPI.COMM_WORLD
+if comm.Get_rank() == 0:
+    comm.Sendrecv(np.zeros(10), dest=1, recvbuf=np.zeros(2), source=1)
+else:
+    comm.Recv(np.zeros(10), source=0)
+    comm.Send(np.zeros(2), dest=0)
+"""
+
+
+def test_send_receives_say_what_they_received(tmp_path: Path) -> None:
+    """A send-receive's bytes are what it sent; the per-call table's received column has its message's
+    (it was blank: CoMD's halo of MPI_Sendrecv showed only what it sent)."""
+    from tests.conftest import record_python
+
+    trace = record_python(tmp_path, SENDRECV_PROGRAM, 2)
+    per_call = json.loads(mpiscope_cli(["stats", str(trace.path), "--json", "-"]).stdout)["per_call"]
+    (row,) = [c for c in per_call if c["call"].startswith("MPI_Sendrecv")]
+    assert (row["bytes"], row["recv_bytes"]) == (80, 16), row

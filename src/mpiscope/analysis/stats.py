@@ -151,6 +151,23 @@ class Stats:
         }
 
 
+# Calls that send and receive at once: their `bytes` are what they sent; what they received is their message's.
+SENDRECV_CALLS = ("MPI_Sendrecv", "MPI_Sendrecv_c", "MPI_Sendrecv_replace", "MPI_Sendrecv_replace_c")
+
+
+def _sendrecv_received(per_call: pl.DataFrame, trace: Trace, calls_in: Any) -> pl.DataFrame:
+    """The per-call table's received bytes of send-receives, from the messages they received (the
+    column was blank for them: a halo of MPI_Sendrecv showed what it sent only)."""
+    present = [c for c in SENDRECV_CALLS if c in set(per_call["call"].to_list())]
+    if not present:
+        return per_call
+    calls = trace.events().filter(calls_in(present)).select("event", pl.col("call").cast(pl.Utf8))
+    got = (trace.messages().select("recv_event", "bytes").join(calls, left_on="recv_event", right_on="event")
+           .group_by("call").agg(pl.col("bytes").sum().alias("got")).collect(engine="streaming"))
+    return (per_call.join(got, on="call", how="left")
+            .with_columns(pl.coalesce("got", "recv_bytes").alias("recv_bytes")).drop("got"))
+
+
 def summarize(trace: Trace, top: int = 20) -> Stats:
     # Calls are compared by their Enum codes: casting 10 M call names to strings took most of the time.
     names = [str(c) for c in getattr(trace.events().collect_schema()["call"], "categories", [])]
@@ -243,6 +260,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
     per_rank = _paused(_every_rank(_threads_in_mpi_once(per_rank, ev), trace.ranks), trace, calls_in)
     if per_rank["io_time_ns"].sum():
         per_rank = _waits_for_file_io(per_rank, ev, calls_in, names)
+    per_call = _sendrecv_received(per_call, trace, calls_in)
     # shares of the calls' time (threads of one rank in MPI at once each count theirs)
     mpi_total = max(int(per_call["total_ns"].sum()), 1)
     pct = (100.0 * pl.col("total_ns") / mpi_total).alias("pct_mpi")

@@ -75,12 +75,14 @@ MS.renderCards = function (host, data) {
   const hosts = new Set(Object.values(m.hosts || {}));
   const unmatched = (m.unmatched_sends || 0) + (m.unmatched_recvs || 0);
   const card = (label, value, sub, cls) => MS.el("div", { class: `card ${cls || ""}` },
-    MS.el("div", { class: "c-label" }, label), MS.el("div", { class: "c-value" }, value), sub ? MS.el("div", { class: "c-sub" }, sub) : null);
+    MS.el("div", { class: "c-label" }, label), MS.el("div", { class: "c-value", title: value }, value),
+    sub ? MS.el("div", { class: "c-sub" }, sub) : null);
   host.append(
     card("ranks", MS.fmtCount(m.ranks), MS.hostsLine([...hosts], m.host_cpus || {})),
     card("duration", MS.fmtDur(m.span_ns), "first to last MPI event"),
     card("time in MPI", app ? MS.fmtPct(100 * mpi / app) : "–", "of the ranks' application time"),
-    card("MPI", m.mpi && m.mpi.implementation ? `${m.mpi.implementation} ${m.mpi.version || ""}` : "unknown", ""),
+    // the name alone fits the card ("Open MPI 4.1.4" was cut to "Open MPI 4…"); the version under it
+    card("MPI", (m.mpi && m.mpi.implementation) || "unknown", m.mpi && m.mpi.version ? `version ${m.mpi.version}` : ""),
     card("calls", MS.fmtCount(calls), `${MS.fmtCount(m.collectives)} collective instances`),
     card("messages", MS.fmtCount(m.messages), `${MS.fmtBytes(bytes)} point-to-point`),
     card("unmatched", MS.fmtCount(unmatched), `${m.unmatched_sends || 0} sends, ${m.unmatched_recvs || 0} receives`, unmatched ? "warn" : ""),
