@@ -18,7 +18,7 @@ from mpiscope.trace import Trace
 def partial_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     trace: Trace = merged_halo(tmp_path_factory.mktemp("partial") / "halo", 8, 200_000)
     out = trace.path / "report.html"
-    done = mpiscope_cli(["report", str(trace.path), "-o", str(out), "--max-size", "2.0", "--json", "-"])
+    done = mpiscope_cli(["report", str(trace.path), "-o", str(out), "--max-size", "1.5", "--json", "-"])
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     return out
 
