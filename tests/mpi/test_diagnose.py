@@ -292,3 +292,17 @@ def test_collectives_of_one_rank_wait_for_no_one(program, tmp_path: Path) -> Non
     (nxn,) = [f for f in d["findings"] if f["kind"] == "wait_at_nxn"]
     assert "rank 0 computed" in nxn["text"] and nxn["delay_seconds_per_instance"] > 0.15, nxn
     assert nxn["suggestion"].startswith("share out the work rank 0 does alone before MPI_Allreduce"), nxn
+
+
+@pytest.mark.mpi(ranks=2)
+def test_a_broadcast_root_held_by_a_late_receiver(program, tmp_path: Path) -> None:
+    """An MPI cannot finish a large broadcast before its receivers take part: the root's time in it is
+    a wait for the last of them (early broadcast), not busy time (PETSc's first broadcast held rank 0
+    55 ms for a rank still starting, and the run read as 'communication-bound')."""
+    trace = record(program("bcast_late_receiver"), 2, ["60"], tmp_path / "t")
+    d = diagnose(open_trace(trace)).to_json()
+    (w,) = [w for w in d["wait_states"] if w["pattern"] == "early_broadcast"]
+    assert w["rank"] == 0 and w["call"] == "MPI_Bcast" and w["instances"] == 3 and w["seconds"] > 0.12, w
+    assert not any(f["kind"] == "communication_bound" for f in d["findings"]), d["findings"]
+    (f,) = [f for f in d["findings"] if f["kind"] == "early_broadcast"]
+    assert "for rank 1, the last to receive" in f["text"] and "MPI_Ibcast" in f["suggestion"], f

@@ -53,7 +53,7 @@ HOT_SPOT_ADVICE = ("distribute the master's work: several masters, or hand out w
 
 LABEL = {"late_sender": "late sender", "late_sender_wrong_order": "late sender, wrong order",
          "late_receiver": "late receiver", "wait_at_barrier": "wait at barrier", "wait_at_nxn": "wait at N×N",
-         "late_broadcast": "late broadcast", "early_reduce": "early reduce",
+         "late_broadcast": "late broadcast", "early_reduce": "early reduce", "early_broadcast": "early broadcast",
          "wait_at_fence": "wait at fence"}
 
 
@@ -132,6 +132,8 @@ def _suggestion(pattern: str, trace: str, ranks: int) -> str:
         "late_broadcast": "the broadcast cannot start before its root: move work off the root, or have the root "
                           "broadcast as soon as its data is ready",
         "early_reduce": f"the root arrives first: give the root more of the work, or {rebalance}",
+        "early_broadcast": f"the MPI held the root until its receivers came: broadcast with MPI_Ibcast and complete "
+                           f"it where its result is needed, so that the root works meanwhile, or {rebalance}",
     }[pattern]
 
 
@@ -219,6 +221,7 @@ def wait_findings(waits: pl.DataFrame, trace: str, ranks: int, hot: frozenset[in
         seconds = r["wait_ns"] / 1e9
         whom = {"late_broadcast": f"the root, rank {r['cause_rank']}",
                 "early_reduce": f"rank {r['cause_rank']}, the first to contribute",
+                "early_broadcast": f"rank {r['cause_rank']}, the last to receive",
                 "late_receiver": f"rank {r['cause_rank']} to post its receive"}.get(p, f"rank {r['cause_rank']}")
         own_threads = p in POINT_TO_POINT_WAITS and r["ranks"] == [r["cause_rank"]]
         if own_threads:

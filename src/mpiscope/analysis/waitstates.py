@@ -19,6 +19,10 @@ positive, where t_ready is when the other rank made progress possible:
 * wait_at_barrier, wait_at_nxn (all-to-all collectives): t_ready = last entry.
 * late_broadcast (Bcast, Scatter(v); non-roots): t_ready = the root's entry.
 * early_reduce (Reduce, Gather(v); the root): t_ready = the first non-root's entry.
+* early_broadcast (Bcast, Scatter(v); the root, still inside when the last non-root entered):
+  t_ready = that entry. An MPI may hold the root until its receivers join (Open MPI's
+  broadcasts of a few KiB: PETSc's first one held rank 0 55 ms for a rank still starting up,
+  which read as busy time: "communication-bound"); a root that left before it sent eagerly.
 * wait_at_fence (MPI_Win_fence): t_ready = the last entry into the same fence, the k-th
   fence of a window on each of its ranks (Scalasca's Wait at Fence; a fence that
   closes an epoch completes the RMA operations of every rank, so it waits for all).
@@ -54,7 +58,7 @@ from mpiscope.analysis.busy import union_by_rank
 from mpiscope.analysis.frames import INIT_CALLS, I64, Frames, file_io_rows, in_mpi_ns
 
 PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
-            "late_broadcast", "early_reduce", "wait_at_fence")
+            "late_broadcast", "early_reduce", "wait_at_fence", "early_broadcast")
 PATTERN = {name: code for code, name in enumerate(PATTERNS)}
 PATTERN_ENUM = pl.Enum(PATTERNS)
 
@@ -335,15 +339,21 @@ def _collectives(f: Frames, tm: _Times) -> pl.DataFrame:
     first_row = np.full(n, -1, np.int64)
     seen, at = np.unique(group[contrib], return_index=True)
     first_row[seen] = contrib[at]
+    last_row = np.full(n, -1, np.int64)  # the last non-root to enter
+    seen, at = np.unique(group[contrib][::-1], return_index=True)
+    last_row[seen] = contrib[::-1][at]
+    held = np.zeros(idx.size, bool)      # a broadcast's root still inside when its last receiver came
+    roots = np.flatnonzero((kind == 3) & is_root & (last_row[group] >= 0))
+    held[roots] = tm.leave[idx[roots]] > t[last_row[group[roots]]]
     # the row each waiting row waited for: the last to enter, the root, the first contributor
-    waited_for = np.select([kind <= 2, (kind == 3) & ~is_root, (kind == 4) & is_root],
-                           [last[group], root_row[group], first_row[group]], -1)
+    waited_for = np.select([kind <= 2, (kind == 3) & ~is_root, (kind == 4) & is_root, held],
+                           [last[group], root_row[group], first_row[group], last_row[group]], -1)
     ok = waited_for >= 0
     pattern_of_kind = np.array([0, PATTERN["wait_at_barrier"], PATTERN["wait_at_nxn"], PATTERN["late_broadcast"],
                                 PATTERN["early_reduce"]], np.uint8)
+    pattern = np.where(held, PATTERN["early_broadcast"], pattern_of_kind[kind])
     src = waited_for[ok]
-    return _candidates(tm.waiting_call(idx[ok]), pattern_of_kind[kind[ok]], t[src], rank[src].astype(np.int32),
-                       idx[src])
+    return _candidates(tm.waiting_call(idx[ok]), pattern[ok], t[src], rank[src].astype(np.int32), idx[src])
 
 
 def _kth_calls(f: Frames, tm: _Times, names: frozenset[str], pattern: str) -> pl.DataFrame:
