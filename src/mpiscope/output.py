@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -77,6 +78,17 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.replace(tmp, path)
     except OSError as e:
         raise UsageError(f"cannot write {path} ({e.strerror}); choose a writable path with free space") from e
+
+
+def show(render: Callable[[], None], payload: dict[str, Any], json_path: str | None) -> None:
+    """A verb's tables (not with --json -) and its JSON. A JSON file is written first: a reader of the
+    tables that stops early (`| head`) closed the pipe before it was, and it was lost."""
+    if json_path not in (None, "-"):
+        emit_json(payload, json_path)
+    if json_path != "-":
+        render()
+    else:
+        emit_json(payload, json_path)
 
 
 def emit_json(payload: dict[str, Any], json_path: str | None) -> None:

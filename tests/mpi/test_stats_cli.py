@@ -112,3 +112,19 @@ def test_send_receives_say_what_they_received(tmp_path: Path) -> None:
     per_call = json.loads(mpiscope_cli(["stats", str(trace.path), "--json", "-"]).stdout)["per_call"]
     (row,) = [c for c in per_call if c["call"].startswith("MPI_Sendrecv")]
     assert (row["bytes"], row["recv_bytes"]) == (80, 16), row
+
+
+@pytest.mark.parametrize("verb", ["stats", "diagnose"])
+def test_a_json_file_is_written_when_the_tables_reader_stops_early(run_traced, tmp_path: Path, verb: str) -> None:
+    """`mpiscope stats T --json F | head -1`: the reader closed the pipe while the tables were printed,
+    before the JSON file was written, and it was lost; it is written first, and no traceback shows."""
+    import subprocess
+    import sys
+
+    t = run_traced("ring", 2)
+    out = tmp_path / f"{verb}.json"
+    # `true` reads nothing and is gone long before the tables come: every write to the pipe fails
+    done = subprocess.run(f"'{sys.executable}' -m mpiscope {verb} '{t.path}' --json '{out}' | true",
+                          shell=True, capture_output=True, text=True, timeout=120, check=False)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert json.loads(out.read_text())["run_id"] == t.manifest["run_id"]

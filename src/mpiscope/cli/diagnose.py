@@ -76,7 +76,5 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--top {args.top} shows nothing; give a positive number, e.g. --top 10")
     eager_limit = parse_bytes(args.eager_limit, "--eager-limit") if args.eager_limit is not None else None
     d = diagnose(open_trace(args.trace_dir), eager_limit=eager_limit)
-    if args.json != "-":
-        render(d, args.top)
-    output.emit_json(d.to_json(), args.json)
+    output.show(lambda: render(d, args.top), d.to_json(), args.json)
     return 0

@@ -308,9 +308,7 @@ def run(args: argparse.Namespace) -> int:
             payload["outputs"]["state"] = payload.pop("state")
     if args.verify:
         payload["verify"] = _verify(args, run_)
-    if args.json != "-":
-        render(run_, payload)
-    output.emit_json(payload, args.json)
+    output.show(lambda: render(run_, payload), payload, args.json)
     return 0
 
 

@@ -108,10 +108,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and not args.force:
         raise UsageError(f"{args.out} exists; add --force to replace it, or choose another -o")
     result, note = compute(args)
-    if args.json != "-":
-        render(result, note)
     if args.out is not None:
         output.write_atomic(args.out, format_partition(result, note).encode())
         output.info(f"partition written to {args.out} (use it with: mm --partition {args.out})")
-    output.emit_json(result.to_json(), args.json)
+    output.show(lambda: render(result, note), result.to_json(), args.json)
     return 0

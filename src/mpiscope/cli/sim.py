@@ -147,7 +147,5 @@ def _precision_text(r: SimResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     result = simulate(args)
-    if args.json != "-":
-        render(result, args.top)
-    output.emit_json(result.to_json(args.top), args.json)
+    output.show(lambda: render(result, args.top), result.to_json(args.top), args.json)
     return 0

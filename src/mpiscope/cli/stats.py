@@ -71,7 +71,5 @@ def render(s: Stats) -> None:
 
 def run(args: argparse.Namespace) -> int:
     s = summarize(open_trace(args.trace_dir), top=args.top)
-    if args.json != "-":
-        render(s)
-    output.emit_json(s.to_json(), args.json)
+    output.show(lambda: render(s), s.to_json(), args.json)
     return 0
