@@ -214,17 +214,22 @@ def trace_actions(trace: Trace, ref_flops: float = 1e9) -> Actions:
 
 
 def _one_thread_per_rank(ev: pl.DataFrame, trace: Trace) -> None:
-    """Refuse a trace whose ranks called MPI from several threads: a rank's calls replay as one
+    """Refuse a trace whose ranks had several threads in MPI at once: a rank's calls replay as one
     sequence, so one thread's blocking receive would wait for a send its other thread makes after
-    it (osu_latency_mt: SimGrid's deadlock detector stopped the replay)."""
-    threads = (ev.filter(~pl.col("call").is_in(["MPI_Init", "MPI_Init_thread", "MPI_Finalize"]))
-               .group_by("rank").agg(pl.col("thread").n_unique().alias("n")).filter(pl.col("n") > 1).sort("rank"))
-    if threads.height:
-        first = threads.row(0, named=True)
-        raise SimError(f"rank {first['rank']} of {trace.path} called MPI from {first['n']} threads "
-                       f"({threads.height} rank(s) did), and the trace replay runs each rank's calls in one sequence, "
-                       f"which would deadlock or reorder them; record a run in which one thread per rank calls MPI to "
-                       f"replay it")
+    it (osu_latency_mt: SimGrid's deadlock detector stopped the replay). Threads that took turns
+    (MPI_THREAD_SERIALIZED, FUNNELED) replay as the sequence they made."""
+    calls = ev.filter(~pl.col("call").is_in(["MPI_Init", "MPI_Init_thread", "MPI_Finalize"]))
+    overlapping = (calls.sort("rank", "t_enter_ns")
+                   .with_columns(before=pl.col("t_leave_ns").cum_max().shift(1).over("rank"))
+                   .filter(pl.col("thread").n_unique().over("rank") > 1, pl.col("t_enter_ns") < pl.col("before"))
+                   .group_by("rank").agg(pl.len().alias("n"), pl.col("thread").n_unique().alias("threads"))
+                   .sort("rank"))
+    if overlapping.height:
+        first = overlapping.row(0, named=True)
+        raise SimError(f"rank {first['rank']} of {trace.path} had several threads in MPI at once ({first['n']} calls "
+                       f"began inside another's; {overlapping.height} rank(s) did), and the trace replay runs each "
+                       f"rank's calls in one sequence, which would deadlock or reorder them; record a run in which one "
+                       f"thread per rank calls MPI at a time to replay it")
 
 
 def _persistent_as_nonblocking(trace: Trace, ev: pl.DataFrame) -> pl.DataFrame:
