@@ -131,6 +131,24 @@ def test_a_receive_never_completed_still_takes_its_message(tmp_path):
     assert m["t_recv_leave_ns"].null_count() == 3  # the receives never completed
 
 
+def test_calls_to_proc_null_move_no_bytes(tmp_path):
+    """A send or receive with MPI_PROC_NULL as its peer moves nothing: its bytes are 0 in the events and
+    in stats' per-call table (a halo's edge ranks' MPI_Isend bytes were twice what they sent)."""
+    import json
+
+    from mpiscope.trace import open_trace
+
+    exe = compile_program(PROGRAMS / "proc_null.c", mpicc=str(MPICH.mpicc), out_dir=tmp_path / "build")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(1), str(exe)], env=MPICH.environ())
+    assert done.returncode == 0, done.stderr
+    ev = open_trace(out).events().select(pl.col("call").cast(pl.Utf8), "bytes").collect()
+    moved = dict(ev.rows())
+    assert [moved[c] for c in ("MPI_Isend", "MPI_Irecv", "MPI_Send", "MPI_Sendrecv")] == [0, 0, 0, 0], moved
+    per_call = json.loads(mpiscope_cli(["stats", str(out), "--json", "-"]).stdout)["per_call"]
+    assert all(c["bytes"] == 0 for c in per_call), per_call
+
+
 def test_a_failed_bsend_is_no_message(tmp_path):
     """MPI_Bsend without a buffer fails (MPI_ERR_BUFFER under MPI_ERRORS_RETURN): it stays an
     event with its error code, is no message, and the three sends after it with the same

@@ -23,6 +23,7 @@ rather than the rank's own, so were rma's 4 MPI_Win_allocate rows' request (2 ->
 communicator-creating call's (not MPI_Comm_idup's) does the same for the new communicator, so were
 coll's 8 (MPI_Comm_split 2 -> 3, MPI_Cart_create 3 -> 6) and comms' 16 (MPI_Comm_dup,
 MPI_Comm_split, MPI_Intercomm_create, MPI_Dist_graph_create_adjacent: local ids -> 10, 8/9, 11, 1).
+Since a call to MPI_PROC_NULL moves nothing, p2pmodes' 2 MPI_Send rows to it have bytes 0 (were 64).
 """
 
 from __future__ import annotations

@@ -263,7 +263,9 @@ def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
         nullable(comm, comm >= 0, "comm"),
         nullable(peer, ~coll & (peer >= 0), "peer"),
         nullable(tag, ~numbered & (tag > R.TAG_ANY), "tag"),
-        pl.Series("bytes", e["bytes"]),
+        # a call to MPI_PROC_NULL moves nothing (the recorder keeps the count asked for: a halo's edge
+        # ranks' MPI_Isend bytes were twice those sent)
+        pl.Series("bytes", np.where(~coll & (peer == R.PEER_PROC_NULL), 0, e["bytes"])),
         nullable(e["recv_bytes"], e["recv_valid"], "recv_bytes"),
         nullable(peer, coll & (peer >= 0), "root"),
         nullable(req, req != 0, "request"),
