@@ -306,3 +306,14 @@ def test_a_broadcast_root_held_by_a_late_receiver(program, tmp_path: Path) -> No
     assert not any(f["kind"] == "communication_bound" for f in d["findings"]), d["findings"]
     (f,) = [f for f in d["findings"] if f["kind"] == "early_broadcast"]
     assert "for rank 1, the last to receive" in f["text"] and "MPI_Ibcast" in f["suggestion"], f
+
+
+@pytest.mark.mpi(ranks=2)
+def test_a_rank_writing_alone_is_what_the_others_waited_for(program, tmp_path: Path) -> None:
+    """Rank 0 writes a file alone (independent MPI-IO writes) while rank 1 waits in a barrier: its writes
+    are its work, as computation is, so the wait is explained by them (it read "did not compute
+    noticeably longer ... held up earlier", an HDF5 file written by one rank)."""
+    trace = record(program("one_writer"), 2, [str(tmp_path / "out.dat"), "48"], tmp_path / "t")
+    d = diagnose(open_trace(trace)).to_json()
+    (barrier,) = [f for f in d["findings"] if f["kind"] == "wait_at_barrier"]
+    assert "did not compute noticeably longer" not in barrier["text"] and "rank 0 computed" in barrier["text"], barrier

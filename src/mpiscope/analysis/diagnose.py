@@ -26,6 +26,7 @@ from mpiscope.analysis.frames import Frames, file_io_rows, load_frames, rank_tim
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
 from mpiscope.analysis.waitstates import (
+    COLLECTIVE_FILE_IO,
     DEFAULT_EAGER_LIMIT,
     busy_calls,
     observed_eager_limit,
@@ -173,17 +174,13 @@ def file_io(f: Frames) -> FileIo | None:
     ns = calls["ns"].fill_null(0).to_numpy()
     call = codes[io]
     total, moved = int(ns.sum()), int(ns[~metadata].sum())
-    collective = f.code_table(frozenset(n for n in reads + writes if n.endswith(COLLECTIVE_IO)))[call]
+    collective = f.code_table(frozenset(n for n in reads + writes if n.endswith(COLLECTIVE_FILE_IO)))[call]
     return FileIo((str(top[0]), str(top[1] or "?"), int(top[2] or 0)), moved / total if total > 0 else None,
                   read_share=float(ns[f.code_table(frozenset(reads))[call]].sum() / moved) if moved else 0.0,
                   collective_share=float(ns[collective].sum() / moved) if moved else 0.0,
                   opens=int(f.code_table(frozenset({"MPI_File_open"}))[call].sum()),
                   accesses=int(f.code_table(frozenset(reads + writes))[call].sum()))
 
-
-# MPI-IO reads and writes that all of a file's ranks call together (collective and split collective, ordered)
-COLLECTIVE_IO = ("_all", "_all_c", "_all_begin", "_all_begin_c", "_ordered", "_ordered_c", "_ordered_begin",
-                 "_ordered_begin_c")
 
 
 def diagnose_frames(f: Frames, eager_limit: int = DEFAULT_EAGER_LIMIT, hosts: int = 0,
