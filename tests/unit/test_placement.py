@@ -40,3 +40,21 @@ def test_manifest_names_hosts_and_the_crowded_ones() -> None:
     old = {r: _header("a", 0, []) for r in range(3)}
     assert oversubscribed({"placement": placement(old), "hosts": {"0": "a", "1": "a", "2": "a"}}) == []
     assert oversubscribed({}) == []
+
+
+def test_threads_in_mpi_crowd_a_host_too() -> None:
+    """2 ranks of 3 threads in MPI each on 2 CPUs took turns on them as 6 ranks would (an MPI spins
+    while it waits), and nothing said so; the finding names the threads."""
+    import polars as pl
+
+    from mpiscope.analysis.findings import oversubscribed_finding
+
+    p = placement({0: _header("a", 2, [0, 1]), 1: _header("a", 2, [0, 1])})
+    manifest = {"placement": p, "hosts": {"0": "a", "1": "a"}}
+    assert oversubscribed(manifest) == [] and oversubscribed(manifest, {0: 1, 1: 1}) == []
+    (crowded,) = oversubscribed(manifest, {0: 3, 1: 3})
+    assert crowded == Crowded("a", [0, 1], 2, 2, 6) and crowded.runners == 6
+    times = pl.DataFrame({"rank": [0, 1], "app_ns": [600_000_000] * 2, "mpi_ns": [0, 0]})
+    f = oversubscribed_finding(times, [crowded])
+    assert f is not None and f.text.startswith("more threads in MPI than CPUs: 2 ranks with 6 threads in MPI on")
+    assert "about 800 ms" in f.text and "fewer threads calling MPI" in f.suggestion

@@ -91,10 +91,10 @@ def diagnose(trace: Trace, eager_limit: int | None = None) -> Diagnosis:
     """Diagnose a trace; `eager_limit` (bytes): the smallest MPI_Send/Isend that waits for its receive
     (None: what the trace shows, where below DEFAULT_EAGER_LIMIT, else that)."""
     hosts = len(set(trace.manifest.get("hosts", {}).values()))
-    crowded = oversubscribed(trace.manifest) if cpus_known(trace.manifest) else None
     if trace.event_count == 0 and trace.manifest.get("counts"):
         raise UsageError(no_calls(trace))
     f = load_frames(trace)
+    crowded = oversubscribed(trace.manifest, threads_in_mpi(f)) if cpus_known(trace.manifest) else None
     notes = []
     if eager_limit is None:
         seen = observed_eager_limit(f)
@@ -116,6 +116,14 @@ def diagnose(trace: Trace, eager_limit: int | None = None) -> Diagnosis:
 # hosts the network's, not known here: DEFAULT_EAGER_LIMIT. With 64 KiB a LAMMPS run whose ranks sent
 # 4-64 KiB to a late receiver read "communication-bound, mostly in MPI_Send" on Open MPI.
 ONE_HOST_EAGER_LIMITS = {"Open MPI": 4096, "MPICH": 8192}
+
+
+def threads_in_mpi(f: Frames) -> dict[int, int] | None:
+    """Per rank, its threads that called MPI (None where every rank called from one)."""
+    if f.threads_most() <= 1:
+        return None
+    counts = f.events.group_by("rank").agg(pl.col("thread").n_unique())
+    return dict(zip(counts["rank"].to_list(), counts["thread"].to_list()))
 
 
 def mpi_of(trace: Trace) -> str:

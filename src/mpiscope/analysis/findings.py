@@ -359,7 +359,12 @@ def comm_bound_finding(times: pl.DataFrame, wait_ns: dict[int, int], trace: str,
         return None
     text = (f"the ranks spend {100 * busy / app:.0f} % of their time in MPI without waiting for each other "
             f"({fmt_s(busy / 1e9)} of {fmt_s(app / 1e9)} summed over the ranks): the run is communication-bound")
-    named = [f"{c} ({fmt_s(ns / 1e9)})" for c, ns in busiest if ns >= 0.05 * busy]
+    listed = [(c, ns) for c, ns in busiest if ns >= 0.05 * busy]
+    named = [f"{c} ({fmt_s(ns / 1e9)})" for c, ns in listed]
+    if sum(ns for _, ns in listed) > busy:  # a rank's threads in these calls at once: each counts its time
+        total = sum(ns for _, ns in listed)
+        named = [f"{c} ({100 * ns / total:.0f} % of their time, the threads of a rank in them at once)"
+                 if k == 0 else f"{c} ({100 * ns / total:.0f} %)" for k, (c, ns) in enumerate(listed)]
     if named:
         text += ", mostly in " + (", ".join(named[:-1]) + " and " if len(named) > 1 else "") + named[-1]
     cure = _busy_cure(busiest)
@@ -477,18 +482,26 @@ def oversubscribed_finding(times: pl.DataFrame, crowded: Sequence[Crowded]) -> F
     if not crowded:
         return None
     app = dict(zip(times["rank"].to_list(), times["app_ns"].to_list()))
-    lost = sum(app.get(r, 0) * (1 - c.cpus / len(c.ranks)) for c in crowded for r in c.ranks) / 1e9
-    where = "; ".join(f"{len(c.ranks)} ranks on the {c.cpus} CPU{'s' if c.cpus != 1 else ''} of host {c.host}"
+    lost = sum(app.get(r, 0) * max(0.0, 1 - c.cpus / c.runners) for c in crowded for r in c.ranks) / 1e9
+    where = "; ".join(f"{len(c.ranks)} ranks" + (f" with {c.threads} threads in MPI" if c.threads else "")
+                      + f" on the {c.cpus} CPU{'s' if c.cpus != 1 else ''} of host {c.host}"
                       + (f" (of its {c.cpus_online}: their affinity masks left out the others)"
                          if c.cpus < c.cpus_online else "") for c in crowded)
-    # no application time (ranks killed in MPI_Init): no share of it to name
-    share = (f", so up to {fmt_s(lost)} of their time (summed over the ranks) went to waiting for a CPU, and that "
-             f"time is" if lost > 0 else ": the time they waited for one is")
-    text = (f"more ranks than CPUs: {where}. The ranks took turns on the CPUs{share} inside the "
+    # no application time (ranks killed in MPI_Init): no share of it to name. Each had its share of the
+    # CPUs if all were ready to run throughout; other work on the host took more (LAMMPS: 5.7 % CPU use)
+    share = (f", so about {fmt_s(lost)} of their time (summed over the ranks, at an equal share of the CPUs "
+             f"each; more where other work ran on the host) went to waiting for a CPU, and that time is"
+             if lost > 0 else ": the time they waited for one is")
+    threads = any(c.threads for c in crowded)
+    text = (f"more {'threads in MPI' if threads else 'ranks'} than CPUs: {where}. The "
+            f"{'threads' if threads else 'ranks'} took turns on the CPUs{share} inside the "
             f"waits and MPI times of this diagnosis (an MPI that polls while it waits keeps a CPU busy)")
     most = min(c.cpus for c in crowded)
     advice = (f"run at most {most} rank{'s' if most != 1 else ''} per host (for instance mpiexec -n {most}), "
               f"or spread the ranks over more hosts, and record again")
+    if threads:
+        advice = (f"run fewer ranks, or fewer threads calling MPI, per host (at most {most} in all), or spread the "
+                  f"ranks over more hosts, and record again")
     if any(c.cpus < c.cpus_online for c in crowded):
         advice = ("let the ranks use every CPU of their hosts (the launcher's binding options, taskset or the "
                   f"batch system's CPU request), or {advice}")

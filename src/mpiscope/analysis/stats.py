@@ -277,7 +277,9 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         bcast_swaps=list(trace.manifest.get("bcast", {}).get("swaps", [])),
         damage={key: trace.manifest.get(key, {}) for key in ("missing_ranks", "dropped_blocks", "dropped_records",
                                                               "damage")},
-        oversubscribed=[{"host": c.host, "ranks": len(c.ranks), "cpus": c.cpus} for c in oversubscribed(trace.manifest)],
+        oversubscribed=[{"host": c.host, "ranks": len(c.ranks), "cpus": c.cpus, "threads": c.threads}
+                        for c in oversubscribed(trace.manifest, dict(zip(per_rank["rank"].to_list(),
+                                                                         per_rank["threads"].fill_null(1).to_list())))],
     )
 
 

@@ -58,7 +58,7 @@ def render(s: Stats) -> None:
                     f"{', ...' if len(threaded) > 8 else ''}: several threads in MPI; a rank's MPI time counts "
                     f"the moments they were in MPI together once, the call tables each call's own time")
     for o in s.oversubscribed:
-        output.warn(oversubscribed_sentence(o["host"], o["ranks"], o["cpus"]))
+        output.warn(oversubscribed_sentence(o["host"], o["ranks"], o["cpus"], o["threads"]))
     output.text(f"unmatched messages: {s.unmatched_messages} "
                 f"({s.unmatched_sends} sends, {s.unmatched_recvs} receives)")
     if s.bcast_mode != "library":

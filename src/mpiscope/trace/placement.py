@@ -64,19 +64,33 @@ class Crowded:
     ranks: list[int]
     cpus: int          # the CPUs its ranks could run on (their affinity masks together)
     cpus_online: int   # the host's (more than `cpus`: the masks left some out)
+    threads: int = 0   # its ranks' threads that called MPI, where more than its ranks
+
+    @property
+    def runners(self) -> int:
+        """What took turns on the CPUs: the ranks, or their threads in MPI (an MPI spins while it waits)."""
+        return max(self.threads, len(self.ranks))
 
 
-def oversubscribed(manifest: dict[str, Any]) -> list[Crowded]:
-    """Each host that ran more ranks than it gave them CPUs."""
+def oversubscribed(manifest: dict[str, Any], threads: dict[int, int] | None = None) -> list[Crowded]:
+    """Each host that ran more ranks, or with `threads` (per rank, its threads that called MPI) more
+    threads in MPI, than it gave them CPUs: 2 ranks of 3 MPI threads each on 2 CPUs said nothing."""
     hosts = (manifest.get("placement") or {}).get("hosts") or {}
     ranks_of: dict[str, list[int]] = defaultdict(list)
     for rank, host in (manifest.get("hosts") or {}).items():
         ranks_of[_text(str(host))].append(int(rank))
-    return [Crowded(host, sorted(ranks_of[host]), int(h["cpus"]), int(h.get("cpus_online") or h["cpus"]))
-            for host, h in sorted(hosts.items()) if h.get("cpus") and int(h["ranks"]) > int(h["cpus"])]
+    out = []
+    for host, h in sorted(hosts.items()):
+        ranks = sorted(ranks_of[host])
+        in_mpi = sum((threads or {}).get(r, 1) for r in ranks)
+        if h.get("cpus") and max(int(h["ranks"]), in_mpi) > int(h["cpus"]):
+            out.append(Crowded(host, ranks, int(h["cpus"]), int(h.get("cpus_online") or h["cpus"]),
+                               in_mpi if in_mpi > len(ranks) else 0))
+    return out
 
 
-def oversubscribed_sentence(host: str, ranks: int, cpus: int) -> str:
-    """What the views say of such a host."""
-    return (f"{ranks} ranks ran on the {cpus} CPU{'s' if cpus != 1 else ''} of host {host}: they took turns "
+def oversubscribed_sentence(host: str, ranks: int, cpus: int, threads: int = 0) -> str:
+    """What the views say of such a host (`threads`: its threads in MPI, where more than its ranks)."""
+    who = f"{ranks} ranks with {threads} threads in MPI" if threads else f"{ranks} ranks"
+    return (f"{who} ran on the {cpus} CPU{'s' if cpus != 1 else ''} of host {host}: they took turns "
             f"on them, so their times in MPI include waiting for a CPU")
