@@ -61,7 +61,7 @@ def test_more_ranks_than_cpus_is_said_before_the_findings(tmp_path: Path,
     app = sum(r["app_seconds"] for r in _diagnosis(trace)["per_rank"])
     assert first["seconds"] == pytest.approx(app * 2 / 3, rel=1e-6)
     stats = mpiscope_cli(["stats", str(trace), "--json", "-"])
-    assert json.loads(stats.stdout)["oversubscribed"] == [{"host": host, "ranks": 3, "cpus": 1}]
+    assert json.loads(stats.stdout)["oversubscribed"] == [{"host": host, "ranks": 3, "cpus": 1, "threads": 0}]
     assert "3 ranks ran on the 1 CPU of host" in mpiscope_cli(["stats", str(trace)]).stderr
     # the terminal says it before the findings with its advice, both on stdout (the warning went to
     # stderr, its advice to stdout: `diagnose | head` showed an orphaned advice)
