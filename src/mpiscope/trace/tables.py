@@ -253,6 +253,10 @@ def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
     """events.parquet but its last column, coll_id (from collectives_table)."""
     role, peer, tag = e["role"], e["peer"], e["tag"]
     coll = role == ROLE["coll"]
+    # a call to MPI_PROC_NULL moves nothing (the recorder keeps the count asked for: a halo's edge
+    # ranks' MPI_Isend bytes were twice those sent)
+    to_nobody = peer == R.PEER_PROC_NULL
+    nbytes = np.where(~coll & to_nobody, 0, e["bytes"]) if to_nobody.any() else e["bytes"]
     numbered = coll | role_is(role, "create", "create_win")
     t_leave, tc, cb, comm, req = e["t_leave"], e["t_complete"], e["completed_by"], e["comm"], e["req"]
     return pl.DataFrame([
@@ -263,9 +267,7 @@ def events_frame(e: Rows, calls: CallTable, trace_dir: Path) -> pl.DataFrame:
         nullable(comm, comm >= 0, "comm"),
         nullable(peer, ~coll & (peer >= 0), "peer"),
         nullable(tag, ~numbered & (tag > R.TAG_ANY), "tag"),
-        # a call to MPI_PROC_NULL moves nothing (the recorder keeps the count asked for: a halo's edge
-        # ranks' MPI_Isend bytes were twice those sent)
-        pl.Series("bytes", np.where(~coll & (peer == R.PEER_PROC_NULL), 0, e["bytes"])),
+        pl.Series("bytes", nbytes),
         nullable(e["recv_bytes"], e["recv_valid"], "recv_bytes"),
         nullable(peer, coll & (peer >= 0), "root"),
         nullable(req, req != 0, "request"),
