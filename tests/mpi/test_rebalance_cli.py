@@ -84,3 +84,19 @@ def test_trace_without_phase(run_traced, tmp_path: Path) -> None:
 def test_bad_input_is_one_sentence(args: list[str], words: str, tmp_path: Path) -> None:
     fails([*args, "-o", str(tmp_path / "p")], words)
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_no_work_to_share_is_refused(tmp_path: Path, build_dir: Path) -> None:
+    """Ranks that computed next to nothing have no work to share: new shares from 2.3 and 1.2 µs (a
+    threaded run whose threads were always in MPI) predicted a 30 % gain; now one sentence."""
+    from tests.conftest import MPICH
+
+    from mpiscope.mpi.build import compile_program
+
+    exe = compile_program(Path(__file__).parent / "programs" / "no_work.c", mpicc=str(MPICH.mpicc),
+                          out_dir=build_dir / "no_work")
+    out = tmp_path / "t"
+    assert mpiscope_cli(["run", "--out", str(out), "--", *MPICH.launch(2), str(exe)], env=MPICH.environ()).returncode == 0
+    for phase in (["--phase", "3"], ["--phase", "all"]):
+        fails([str(out), "--shares", "100x2", *phase], "computed next to nothing")

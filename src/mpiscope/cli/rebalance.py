@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import polars as pl
+
 from mpiscope import output
 from mpiscope.analysis.rebalance import (
     ALL_PHASES,
@@ -87,6 +89,9 @@ def compute(args: argparse.Namespace) -> tuple[Rebalance, str]:
         raise UsageError(f"--shares gives {len(shares)} ranks but {args.trace_dir} has {trace.ranks}; "
                          f"give one share per rank (e.g. --shares {sum(shares) // max(trace.ranks, 1)}x{trace.ranks})")
     times, phase = phase_times(trace, args.phase)
+    if trace.events().select(pl.col("thread").max()).collect().item():
+        output.warn(f"the ranks of {args.trace_dir} called MPI from several threads: a rank's computation here is "
+                    f"the time none of its threads was in MPI, and new shares move the rank's work as a whole")
     result = rebalance(times, shares, args.granularity, phase=phase, run_id=str(trace.manifest.get("run_id", "")))
     return result, f"times from {args.trace_dir} " + ("summed over all phases" if phase == ALL_PHASES else f"phase {phase}")
 
