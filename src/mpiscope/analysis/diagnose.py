@@ -26,7 +26,6 @@ from mpiscope.analysis.frames import Frames, file_io_rows, load_frames, rank_tim
 from mpiscope.analysis.hotspots import HOT_SPOT_RATIO, HotSpot, hot_spots
 from mpiscope.analysis.imbalance import Imbalance, phases_of
 from mpiscope.analysis.waitstates import (
-    COLLECTIVE_FILE_IO,
     DEFAULT_EAGER_LIMIT,
     busy_calls,
     observed_eager_limit,
@@ -37,7 +36,7 @@ from mpiscope.analysis.waitstates import (
 )
 from mpiscope.errors import UsageError
 from mpiscope.mpi.find import implementation_of
-from mpiscope.trace import Trace, file_io_calls, no_calls
+from mpiscope.trace import Trace, collective_file_io_calls, file_io_calls, no_calls
 from mpiscope.trace.placement import Crowded, cpus_known, oversubscribed
 
 SCHEMA = "mpiscope.diagnose/1"
@@ -182,7 +181,7 @@ def file_io(f: Frames) -> FileIo | None:
     ns = calls["ns"].fill_null(0).to_numpy()
     call = codes[io]
     total, moved = int(ns.sum()), int(ns[~metadata].sum())
-    collective = f.code_table(frozenset(n for n in reads + writes if n.endswith(COLLECTIVE_FILE_IO)))[call]
+    collective = f.code_table(frozenset(collective_file_io_calls(names, moving=True)))[call]
     return FileIo((str(top[0]), str(top[1] or "?"), int(top[2] or 0)), moved / total if total > 0 else None,
                   read_share=float(ns[f.code_table(frozenset(reads))[call]].sum() / moved) if moved else 0.0,
                   collective_share=float(ns[collective].sum() / moved) if moved else 0.0,

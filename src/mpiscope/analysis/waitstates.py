@@ -56,7 +56,7 @@ import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.analysis.frames import INIT_CALLS, I64, Frames, file_io_rows, in_mpi_ns
-from mpiscope.trace import file_io_calls
+from mpiscope.trace import collective_file_io_calls
 
 PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
             "late_broadcast", "early_reduce", "wait_at_fence", "early_broadcast")
@@ -427,14 +427,6 @@ NEVER_WAITS = frozenset(
      "MPI_Reduce_local"}) | frozenset(n for n in NXN | BROADCAST | REDUCE | BARRIER if n.startswith("MPI_I"))
 
 
-# MPI-IO calls that all ranks of the file call together (they wait for each other)
-COLLECTIVE_FILE_IO = ("_all", "_all_c", "_all_begin", "_all_begin_c", "_ordered", "_ordered_c", "_ordered_begin",
-                      "_ordered_begin_c")
-FILE_IO_COLLECTIVE_CALLS = frozenset({"MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_set_size",
-                                      "MPI_File_preallocate", "MPI_File_sync", "MPI_File_set_atomicity",
-                                      "MPI_File_set_info"})
-
-
 def _compute_before(f: Frames, tm: _Times) -> Any:
     """event ids -> the computation of their thread since its previous call that could wait for
     another rank (NEVER_WAITS are passed over, their time in MPI left out); 0 for a first call. Per
@@ -451,9 +443,7 @@ def _compute_before(f: Frames, tm: _Times) -> Any:
     # a rank's own file reads and writes are its work, as computation is (the late rank wrote an HDF5 file
     # alone while the others waited in a barrier: "did not compute noticeably longer"); collective ones
     # wait for the others and stay calls that could wait
-    names = file_io_calls(f.call_names)
-    own_io = file_io_rows(f) & ~f.code_table(frozenset(n for n in names if n.endswith(COLLECTIVE_FILE_IO)
-                                                      or n in FILE_IO_COLLECTIVE_CALLS))[f.call_codes()]
+    own_io = file_io_rows(f) & ~f.code_table(frozenset(collective_file_io_calls(f.call_names)))[f.call_codes()]
     n = never.size
     key = f.stream()
     threads = f.threads()

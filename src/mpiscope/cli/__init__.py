@@ -13,10 +13,11 @@ import importlib.util
 import logging
 import os
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 
 from mpiscope import __version__
-from mpiscope.errors import MpiscopeError, TraceCorrupt
+from mpiscope.errors import MpiscopeError
 
 # verb -> module in mpiscope.cli; add a line to add a verb.
 VERBS = {
@@ -118,5 +119,6 @@ def _damaged_table(error: Exception, args: argparse.Namespace) -> MpiscopeError 
     if trace is None or not type(error).__module__.startswith(("polars", "pyarrow")) \
             or "parquet" not in str(error).lower():
         return None
-    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return TraceCorrupt(f"a table of {trace} cannot be read ({first}); merge the trace again: mpiscope merge {trace}")
+    from mpiscope.trace import unreadable
+
+    return unreadable(Path(trace), None, error)

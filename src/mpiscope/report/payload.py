@@ -68,10 +68,11 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
     ran = placed.get("mpi_library") or []
     # the MPI that ran, where the rank files say it (the manifest's `mpi` is the one built for)
     impl, version = implementation_of(ran[0]) if ran else (mpi.get("implementation"), mpi.get("version"))
+    command = [str(c) for c in m.get("command", [])]
     return {
         "run_id": str(m.get("run_id", "")),
-        "command": [str(c) for c in m.get("command", [])],
-        "program": Path(program_of([str(c) for c in m.get("command", [])]) or str((m.get("command") or [""])[0])).name,
+        "command": command,
+        "program": Path((program_of(command) or command[0]) if command else "").name,
         "ranks": trace.ranks,
         "hosts": {str(k): v for k, v in (m.get("hosts") or {}).items()},
         "mpi": {"implementation": impl, "version": version},

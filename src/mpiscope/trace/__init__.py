@@ -34,6 +34,21 @@ def file_io_calls(names: list[str], moving: str = "") -> list[str]:
     return [n for n in names if n.startswith(stems)]
 
 
+# MPI-IO calls all ranks of a file call together, which wait for each other: the collective and split
+# collective reads and writes, the ordered ones, and the calls that open, shape and close a file.
+_COLLECTIVE_FILE_IO_ENDS = ("_all", "_all_c", "_all_begin", "_all_begin_c", "_ordered", "_ordered_c",
+                            "_ordered_begin", "_ordered_begin_c")
+_COLLECTIVE_FILE_CALLS = frozenset({"MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_set_size",
+                                    "MPI_File_preallocate", "MPI_File_sync", "MPI_File_set_atomicity",
+                                    "MPI_File_set_info"})
+
+
+def collective_file_io_calls(names: list[str], moving: bool = False) -> list[str]:
+    """The collective MPI-IO calls among `names`; with moving=True its reads and writes only."""
+    io = file_io_calls(names, "read") + file_io_calls(names, "write") if moving else file_io_calls(names)
+    return [n for n in io if n.endswith(_COLLECTIVE_FILE_IO_ENDS) or (not moving and n in _COLLECTIVE_FILE_CALLS)]
+
+
 def no_calls(trace: Trace) -> str:
     """The sentence for a trace that holds no MPI call, with what to do (every verb that needs calls
     says the same)."""
@@ -44,10 +59,12 @@ def no_calls(trace: Trace) -> str:
             f"mpiscope run --out {trace.path} --force -- mpiexec -n 4 ./app")
 
 
-def unreadable(path: Path, table: str, error: Exception) -> TraceCorrupt:
-    """The error for a table of the trace at `path` that cannot be read (truncated, overwritten)."""
+def unreadable(path: Path, table: str | None, error: Exception) -> TraceCorrupt:
+    """The error for a table of the trace at `path` that cannot be read (truncated, overwritten);
+    table None: one of its tables, found damaged only when its rows were read."""
     first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return TraceCorrupt(f"{path / table}.parquet cannot be read ({first}); merge the trace again: mpiscope merge {path}")
+    what = f"{path / table}.parquet" if table else f"a table of {path}"
+    return TraceCorrupt(f"{what} cannot be read ({first}); merge the trace again: mpiscope merge {path}")
 
 
 def file_io_waits(events: pl.LazyFrame, io: pl.Expr) -> pl.Series:
