@@ -22,7 +22,7 @@ ITERATIONS, BYTES, EVERY = 6, 65536, 3
 ARGS = [str(ITERATIONS), str(BYTES), str(EVERY), "5"]
 CHECKPOINTS = ITERATIONS // EVERY
 # calls per rank (rank 0 also deletes the file)
-IO_CALLS = {"MPI_File_open": 1, "MPI_File_write_at_all": CHECKPOINTS, "MPI_File_sync": CHECKPOINTS + 2,
+IO_CALLS = {"MPI_File_open": 1, "MPI_File_write_at_all": CHECKPOINTS, "MPI_File_sync": CHECKPOINTS + 2, "MPI_File_get_size": 1,
             "MPI_File_set_view": 1, "MPI_File_read_at_all": 1, "MPI_File_read_at_all_begin": 1,
             "MPI_File_read_at_all_end": 1, "MPI_File_iread_at": 1, "MPI_File_read_at": 1, "MPI_File_close": 1}
 MOVING = {"MPI_File_write_at_all", "MPI_File_read_at_all", "MPI_File_read_at_all_begin", "MPI_File_iread_at",

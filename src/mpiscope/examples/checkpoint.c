@@ -3,7 +3,7 @@
  * neighbours and agrees on a residual (MPI_Allreduce); every CHECKPOINT_EVERY
  * iterations every rank writes its block of BYTES bytes into one shared file
  * ($TMPDIR or /tmp) at its own offset, collectively (MPI_File_write_at_all), and syncs it. At
- * the end each rank reads its last block back four ways (a collective read
+ * the end each rank checks the file's size and reads its last block back four ways (a collective read
  * through a file view, a split collective, a nonblocking read completed by
  * MPI_Wait, an independent read) and checks it, then the file is deleted.
  *
@@ -77,6 +77,12 @@ int main(int argc, char **argv)
         MPI_File_sync(fh);
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_File_sync(fh);
+        MPI_Offset written;
+        MPI_File_get_size(fh, &written);
+        if (written != (MPI_Offset)size * n * (MPI_Offset)sizeof(int)) {
+            fprintf(stderr, "rank %d: the file has %lld bytes\n", rank, (long long)written);
+            bad = 1;
+        }
         MPI_File_set_view(fh, (MPI_Offset)rank * n * (MPI_Offset)sizeof(int), MPI_INT, MPI_INT, "native",
                           MPI_INFO_NULL);
         memset(back, 0, (size_t)n * sizeof(int));

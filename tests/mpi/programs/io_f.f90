@@ -9,7 +9,7 @@ program io_f
     integer, parameter :: n = 1024
     integer :: ierr, rank, fh, i, j, iters, buf(n), back(n)
     integer :: status(MPI_STATUS_SIZE)
-    integer(kind=MPI_OFFSET_KIND) :: offset
+    integer(kind=MPI_OFFSET_KIND) :: offset, fsize
     character(len=16) :: arg
     character(len=256) :: path
 
@@ -33,6 +33,9 @@ program io_f
     call MPI_FILE_SYNC(fh, ierr)
     call MPI_BARRIER(MPI_COMM_WORLD, ierr)
     call MPI_FILE_SYNC(fh, ierr)
+    ! the size comes back through the recorder's wrapper: an INTEGER(KIND=MPI_OFFSET_KIND) output
+    call MPI_FILE_GET_SIZE(fh, fsize, ierr)
+    if (fsize /= int(4 * n * 4, MPI_OFFSET_KIND)) stop 4
     call MPI_FILE_READ_AT(fh, offset, back, n, MPI_INTEGER, status, ierr)
     call MPI_FILE_CLOSE(fh, ierr)
     call MPI_BARRIER(MPI_COMM_WORLD, ierr)

@@ -58,6 +58,9 @@ def _fortran_param(decl: str, name: str) -> tuple[str, list[str], list[str]]:
         return f"MPI_Aint *{f}", [f"MPI_Aint {name} = *{f};"], []
     if base == "MPI_Offset" and shape == "scalar":  # INTEGER(KIND=MPI_OFFSET_KIND)
         return f"MPI_Offset *{f}", [f"MPI_Offset {name} = *{f};"], []
+    if base == "MPI_Offset" and shape == "pointer":  # an output (a file's size)
+        return f"MPI_Offset *{f}", [f"MPI_Offset {name}_v = 0;", f"MPI_Offset *{name} = &{name}_v;"], \
+            [f"{name}_v = *{f};"]
     if base == "MPI_Aint" and shape == "array":
         return f"const MPI_Aint *{f}", [f"const MPI_Aint *{name} = {f};"], []
     if base == "MPI_Status" and shape == "pointer":
