@@ -47,6 +47,9 @@ def test_one_sided_bytes_in_the_matrix(browser_page: Recorded, rma_report: Path,
     button.click()
     assert page.locator("#matrix canvas").count() == 1
     assert "one-sided bytes from row to column" in page.locator("#matrix").inner_text()
+    # the scale's top is bytes, as the cells' tips are (it was a bare count)
+    top = page.locator("#matrix .legend-scale .ls-label").last.inner_text()
+    assert top.endswith("B") and top[0].isdigit(), top
     panel.screenshot(path=str(artifacts / "matrix-one-sided.png"))
     assert not browser_page.console_errors, browser_page.console_errors
 

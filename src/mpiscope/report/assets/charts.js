@@ -143,7 +143,7 @@ MS.charts.matrix = function (host, M, metric) {
   });
   canvas.addEventListener("pointerleave", () => { tip.hidden = true; });
   const legend = MS.el("div", { class: "legend-scale" });
-  MS.densityLegend(legend, { fmt: metric === "bytes" ? MS.fmtBytes : MS.fmtCount, log: true,
+  MS.densityLegend(legend, { fmt: metric === "messages" ? MS.fmtCount : MS.fmtBytes, log: true,
                              label: `${metric === "one_sided" ? "one-sided bytes" : metric} from row to column${block > 1 ? `, blocks of ${block} ranks` : ""}` }, max);
   wrap.append(canvas, tip);
   host.append(wrap, legend);
