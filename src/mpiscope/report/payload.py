@@ -136,6 +136,21 @@ def per_family(events: pl.LazyFrame, ranks: int, call_names: list[str]) -> list[
     return rows
 
 
+def threads(trace: Trace, ranks: int) -> list[int] | None:
+    """Per rank, the threads its calls came from (highest index + 1): the time-line draws each
+    thread of a rank on a lane of its own (one row hid one thread's calls under another's). None
+    where every rank called MPI from one thread. A scan of two columns (the view's in-memory
+    columns stay as they are)."""
+    most = trace.events().group_by("rank").agg(pl.col("thread").max()).collect()
+    if most.is_empty() or not most["thread"].max():
+        return None
+    out = np.ones(ranks, np.int64)
+    r = most["rank"].to_numpy().astype(np.int64)
+    ok = r < ranks
+    out[r[ok]] = most["thread"].to_numpy().astype(np.int64)[ok] + 1
+    return [int(x) for x in out]
+
+
 def within_mpi_time(families: list[list[float]], per_rank: pl.DataFrame) -> list[list[float]]:
     """Each rank's families scaled to its MPI time where its threads were in MPI together (their
     calls' times add up to more than the rank's wall time in MPI, stats.py): the bars show how the
@@ -233,6 +248,7 @@ def build(
         "calls": v.calls,
         "call_family": v.call_family.tolist(),
         "callsites": [short_site(c) if c else c for c in v.callsites],
+        "threads": threads(trace, ranks),
         "diagnosis": diagnosis(trace) if with_diagnosis else None,
         "bcast": bcast_section(trace),
         "baseline": None,

@@ -7,6 +7,7 @@
 MS.TL = {
   GUTTER: 64, AXIS: 30, PAD_R: 14, PAD_B: 6,   // CSS px
   MAX_EVENTS: 40000,          // single calls drawn at most (estimated from the bins' `starts`)
+  MIN_LANE: 4,                // device px of a thread's lane in its rank's row (rankLayout)
   MAX_EVENT_TILES: 48,        // event tiles a view may need before we stay with bins
   MAX_MESSAGES: 20000,        // message lines drawn at most
   MIN_SPAN_NS: 200,
@@ -22,16 +23,31 @@ MS.TL.noDetailNote = function (heldShare) {
 
 // Pixel rows of `ranks` ranks from rank `first`: one rank per row while they fit (rows of at least
 // 1 device px), else `group` consecutive ranks share a 1-pixel row and their shares are averaged.
-MS.rankLayout = function (ranks, rowsDev, maxRowDev, first = 0) {
+// With `threads` (per rank, the threads that called MPI) a rank's row holds a lane per thread for
+// single calls, as many as are MIN_LANE px tall (further threads share the last lane): drawn in
+// one row, one thread's calls hid another's. Paint row p = row * LM + lane; box(p) is its pixel
+// rows [y0, y1) (y1 - y0 = the row's height without its gap when the row has one lane).
+MS.rankLayout = function (ranks, rowsDev, maxRowDev, first = 0, threads = null) {
   let group = 1, rowH = Math.min(maxRowDev, Math.floor(rowsDev / ranks));
   if (rowH < 1) { group = Math.ceil(ranks / rowsDev); rowH = 1; }
-  const rows = Math.ceil(ranks / group);
+  const rows = Math.ceil(ranks / group), hh = rowH - (rowH >= 5 ? 1 : 0);
+  const most = group === 1 && threads ? Math.max(1, Math.floor(hh / MS.TL.MIN_LANE)) : 1;
+  const lanesIn = (row) => (most > 1 ? Math.max(1, Math.min(most, threads[first + row] || 1)) : 1);
+  let LM = 1;
+  for (let row = 0; most > 1 && row < rows; row++) LM = Math.max(LM, lanesIn(row));
+  const rowOf = (r) => Math.floor((r - first) / group);
   return {
-    first, ranks, rows, rowH, group, height: rows * rowH,
-    rowOf: (r) => Math.floor((r - first) / group),
+    first, ranks, rows, rowH, group, height: rows * rowH, LM, lanesIn, rowOf,
     firstRank: (row) => first + row * group,
     ranksIn: (row) => Math.min(group, ranks - row * group),
     shows: (r) => r >= first && r < first + ranks,
+    paintRow: (r, thread) => (LM > 1 ? rowOf(r) * LM + Math.min(thread, lanesIn(rowOf(r)) - 1) : rowOf(r)),
+    box: (p) => {
+      const row = Math.floor(p / LM), k = p - row * LM, n = lanesIn(row), y = row * rowH;
+      if (n === 1) return [y, y + hh];
+      // a pixel between lanes where they are tall enough to spare it
+      return [y + Math.floor(k * hh / n), y + Math.floor((k + 1) * hh / n) - (k < n - 1 && hh / n >= 6 ? 1 : 0)];
+    },
   };
 };
 
@@ -72,8 +88,9 @@ MS.Timeline = class {
     const rowsCss = Math.max(Math.min(120, this.ranks * 40), Math.min(560, this.ranks * 22));
     const whole = MS.rankLayout(this.ranks, Math.round(rowsCss * dpr), Math.round(40 * dpr));
     // A range of ranks in view shares the whole run's height among its rows: the page does not move.
-    const count = this.r1 - this.r0;
-    const layout = count < this.ranks ? MS.rankLayout(count, whole.height, whole.height, this.r0) : whole;
+    const count = this.r1 - this.r0, threads = this.data.threads || null;
+    const layout = count < this.ranks ? MS.rankLayout(count, whole.height, whole.height, this.r0, threads)
+      : MS.rankLayout(this.ranks, Math.round(rowsCss * dpr), Math.round(40 * dpr), 0, threads);
     const cssH = T.AXIS + whole.height / dpr + T.PAD_B;
     if (!ranksChanged && this.g && this.g.cssW === cssW && this.g.dpr === dpr && this.g.layout.height === layout.height) return false;
     const x0 = Math.round(T.GUTTER * dpr), cols = Math.max(16, Math.round((cssW - T.GUTTER - T.PAD_R) * dpr));
@@ -85,7 +102,7 @@ MS.Timeline = class {
       c.style.height = `${cssH}px`;
     }
     this.host.style.height = `${cssH}px`;
-    this.acc = new Float32Array(layout.rows * cols * MS.paint.NF);
+    this.acc = new Float32Array(layout.rows * layout.LM * cols * MS.paint.NF);
     this.image = this.ctx.createImageData(cols, layout.height);
     this.img32 = new Uint32Array(this.image.data.buffer);
     return true;
@@ -262,7 +279,7 @@ MS.Timeline = class {
       ctx.restore();
     }
     this.drawAxis();
-    this.drawRankLabels();
+    this.drawRankLabels(frame.mode === "events");
     frame.noDetail = !!(events && events.absent);
     frame.loading = !bins || found.avail !== frame.level || !!(events && events.missing);
     frame.complete = !frame.loading;

@@ -50,7 +50,7 @@ Object.assign(MS.Timeline.prototype, {
     }
   },
 
-  drawRankLabels() {
+  drawRankLabels(lanes) {
     const g = this.g, L = g.layout, ctx = this.ctx, dpr = g.dpr;
     ctx.save();
     ctx.fillStyle = "#ffffff";
@@ -65,28 +65,39 @@ Object.assign(MS.Timeline.prototype, {
       every = k;
       if (k * L.rowH >= minPx) break;
     }
+    // the lanes of a rank's threads, named where they are tall enough (the last lane holds the
+    // threads beyond it: "t3+"), the rank's number left of them
+    const named = lanes && L.LM > 1 && L.rowH / L.LM >= 11 * dpr, threads = this.data.threads || [];
     for (let row = 0; row < L.rows; row += every) {
-      const r = L.firstRank(row), n = L.ranksIn(row);
+      const r = L.firstRank(row), n = L.ranksIn(row), lanes = named ? L.lanesIn(row) : 1;
       const label = n > 1 && every === 1 ? `${r}–${r + n - 1}` : String(r);
-      ctx.fillText(label, g.x0 - 8 * dpr, g.top + (row + 0.5) * L.rowH);
+      ctx.fillText(label, g.x0 - (lanes > 1 ? 26 : 8) * dpr, g.top + (row + 0.5) * L.rowH);
+      if (lanes === 1) continue;
+      ctx.save();
+      ctx.font = this.font(9);
+      ctx.fillStyle = "#9aa3af";
+      for (let k = 0; k < lanes; k++) {
+        const [y0, y1] = L.box(row * L.LM + k);
+        ctx.fillText(`t${k}${k === lanes - 1 && threads[r] > lanes ? "+" : ""}`, g.x0 - 5 * dpr, g.top + (y0 + y1) / 2);
+      }
+      ctx.restore();
     }
     ctx.restore();
   },
 
   drawStateDecor(over) {
     const g = this.g, L = g.layout, ctx = this.ctx, dpr = g.dpr;
-    const hh = L.rowH - (L.rowH >= 5 ? 1 : 0);
     ctx.save();
-    if (hh >= 13 * dpr) {
-      ctx.font = this.font(11, 500);
-      ctx.textBaseline = "middle";
-      ctx.fillStyle = "#ffffff";
-      const lab = over.labels;
-      for (let k = 0; k < lab.length; k += 4) {
-        const x0 = Math.max(0, lab[k]), x1 = Math.min(g.cols, lab[k + 1]), name = MS.shortCall(this.data.calls[lab[k + 3]]);
-        if (ctx.measureText(name).width > x1 - x0 - 8 * dpr) continue;
-        ctx.fillText(name, g.x0 + x0 + 4 * dpr, g.top + (lab[k + 2] + 0.5) * L.rowH - 0.5 * dpr);
-      }
+    ctx.font = this.font(11, 500);
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = "#ffffff";
+    const lab = over.labels;
+    for (let k = 0; k < lab.length; k += 4) {
+      const [y0, y1] = L.box(lab[k + 2]);
+      if (y1 - y0 < 13 * dpr) continue;
+      const x0 = Math.max(0, lab[k]), x1 = Math.min(g.cols, lab[k + 1]), name = MS.shortCall(this.data.calls[lab[k + 3]]);
+      if (ctx.measureText(name).width > x1 - x0 - 8 * dpr) continue;
+      ctx.fillText(name, g.x0 + x0 + 4 * dpr, g.top + (y0 + y1) / 2 - 0.5 * dpr);
     }
     ctx.restore();
   },
@@ -107,14 +118,17 @@ Object.assign(MS.Timeline.prototype, {
       for (let k = 1; k < c.rows.length; k += 2) t = Math.max(t, c.rows[k]);
       if (t < this.vs || t > this.ve) continue;
       const x = this.xDev(t);
-      ctx.moveTo(x, g.top + c.min * L.rowH + 1);
-      ctx.lineTo(x, g.top + (c.max + 1) * L.rowH - 1);
-      for (let k = 0; k < c.rows.length; k += 2) dots.push(x, g.top + (c.rows[k] + 0.5) * L.rowH);
+      ctx.moveTo(x, g.top + L.box(c.min)[0] + 1);
+      ctx.lineTo(x, g.top + L.box(c.max)[1] - 1);
+      for (let k = 0; k < c.rows.length; k += 2) {
+        const [y0, y1] = L.box(c.rows[k]);
+        dots.push(x, g.top + (y0 + y1) / 2);
+      }
     }
     ctx.stroke();
-    if (L.rowH >= 6 * dpr && over.colls.size <= 40) {
+    if (L.rowH / L.LM >= 6 * dpr && over.colls.size <= 40) {
       ctx.beginPath();
-      const rad = Math.min(3 * dpr, L.rowH / 4);
+      const rad = Math.min(3 * dpr, L.rowH / L.LM / 4);
       for (let k = 0; k < dots.length; k += 2) { ctx.moveTo(dots[k] + rad, dots[k + 1]); ctx.arc(dots[k], dots[k + 1], rad, 0, 6.2832); }
       ctx.fill();
     }
@@ -266,8 +280,8 @@ Object.assign(MS.Timeline.prototype, {
       for (const e of rects) {
         if (!L.shows(e.rank)) continue;
         const x0 = this.xDev(e.t0), x1 = this.xDev(Number.isNaN(e.t1) ? this.span : e.t1);
-        const y = g.top + L.rowOf(e.rank) * L.rowH;
-        o.strokeRect(Math.max(g.x0 - 2 * dpr, x0), y + dpr, Math.max(2 * dpr, Math.min(x1, g.x0 + g.cols + 2 * dpr) - Math.max(g.x0 - 2 * dpr, x0)), Math.max(2 * dpr, hh - 2 * dpr));
+        const [y0, y1] = L.box(L.paintRow(e.rank, e.thread || 0));
+        o.strokeRect(Math.max(g.x0 - 2 * dpr, x0), g.top + y0 + dpr, Math.max(2 * dpr, Math.min(x1, g.x0 + g.cols + 2 * dpr) - Math.max(g.x0 - 2 * dpr, x0)), Math.max(2 * dpr, y1 - y0 - 2 * dpr));
       }
     } else if (item.kind === "bin" && L.shows(item.rank)) {
       o.strokeStyle = "#111827";

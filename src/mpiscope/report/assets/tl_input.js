@@ -177,11 +177,15 @@ Object.assign(MS.Timeline.prototype, {
     const L = this.g.layout, row = Math.floor((y - this.g.top) / L.rowH);
     if (row < 0 || row >= L.rows) return null;
     const t = this.tOfDev(x), tol = 2 * this.g.dpr * (this.ve - this.vs) / this.g.cols;
+    // the lane under the pointer, where the row has one per thread (the gap between lanes: the one above)
+    let p = row * L.LM;
+    while (L.LM > 1 && p + 1 < row * L.LM + L.lanesIn(row) && y - this.g.top >= L.box(p + 1)[0]) p++;
     let best = null, bestD = Infinity;
     for (let r = L.firstRank(row); r < L.firstRank(row) + L.ranksIn(row); r++) {
       for (const tile of this.frame.tiles) {
         const ev = tile.tables.events.cols, end = tile.rankStart[r + 1];
         for (let i = MS.paint.firstEventAt(tile, r, t - tol); i < end && ev.t0[i] <= t + tol; i++) {
+          if (L.LM > 1 && L.paintRow(r, ev.thread[i]) !== p) continue;
           const t1 = Number.isNaN(ev.t1[i]) ? this.span : ev.t1[i];
           const d = t < ev.t0[i] ? ev.t0[i] - t : t > t1 ? t - t1 : 0;
           if (d <= tol && d < bestD) { bestD = d; best = [tile, i]; }

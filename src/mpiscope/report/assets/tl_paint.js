@@ -94,7 +94,8 @@ MS.paint.reach = function (tile) {
 };
 
 // Events of the view into acc (each tile clipped to its own window so that calls shown by two
-// tiles count once); calls `visit(tile, row, x0, x1, pixelRow)` for each visible call.
+// tiles count once), each on its thread's paint row (layout.paintRow); calls
+// `visit(tile, row, x0, x1, paintRow)` for each visible call.
 MS.paint.accumulateEvents = function (acc, tiles, vs, ve, layout, cols, callFamily, visit) {
   acc.fill(0);
   const pxPerNs = cols / (ve - vs);
@@ -104,11 +105,12 @@ MS.paint.accumulateEvents = function (acc, tiles, vs, ve, layout, cols, callFami
     const lo = Math.max(vs, tile.attrs.t_start), hi = Math.min(ve, tile.attrs.t_end);
     if (hi <= lo) continue;
     for (let r = layout.first; r < layout.first + layout.ranks; r++) {
-      const row = layout.rowOf(r), base = row * cols * NF;
+      let row = layout.rowOf(r), base = row * cols * NF;
       const end = tile.rankStart[r + 1];
       for (let i = MS.paint.firstEventAt(tile, r, lo); i < end; i++) {
         const t0 = ev.t0[i];
         if (t0 >= hi) break;
+        if (layout.LM > 1) { row = layout.paintRow(r, ev.thread[i]); base = row * cols * NF; }
         let t1 = ev.t1[i];
         if (Number.isNaN(t1)) t1 = tile.attrs.t_end;         // never returned: runs to the end
         if (t1 <= lo) continue;
@@ -146,9 +148,14 @@ MS.paint.accumulateEvents = function (acc, tiles, vs, ve, layout, cols, callFami
 MS.paint.paintRows = function (img, acc, layout, cols, bgColors, events) {
   const fr = Float32Array.from(MS.FAMILY_RGB.flat()), fam32 = MS.FAMILY_RGB.map(([r, g, b]) => MS.rgba32(r, g, b));
   const h = layout.rowH, gap = h >= 5 ? 1 : 0, hh = h - gap, stack = hh >= 14 && !events, floor = events ? 0.45 : 0;
-  const line = new Uint32Array(cols);
-  for (let row = 0; row < layout.rows; row++) {
-    const y0 = row * h, div = layout.ranksIn(row) * 255, abase = row * cols * NF;
+  const line = new Uint32Array(cols), LM = events ? layout.LM : 1, lane = MS.rgba32(226, 230, 236);
+  for (let p = 0; p < layout.rows * LM; p++) {
+    // single calls: a row of paint rows (the lanes of its rank's threads), each over its own pixels
+    const row = Math.floor(p / LM);
+    if (p - row * LM >= (LM > 1 ? layout.lanesIn(row) : 1)) continue;
+    const [y0, y1] = LM > 1 ? layout.box(p) : [row * h, row * h + hh];
+    if (LM > 1 && y1 < row * h + hh && p - row * LM < layout.lanesIn(row) - 1) img.fill(lane, y1 * cols, (y1 + 1) * cols);
+    const div = layout.ranksIn(row) * 255, abase = p * cols * NF;
     const bg = bgColors[row & 1], bgr = bg & 255, bgg = (bg >> 8) & 255, bgb = (bg >> 16) & 255;
     if (stack) {
       for (let y = y0; y < y0 + hh; y++) img.fill(bg, y * cols, (y + 1) * cols);
@@ -177,19 +184,17 @@ MS.paint.paintRows = function (img, acc, layout, cols, bgColors, events) {
       const b = (fr[2] * s0 + fr[5] * s1 + fr[8] * s2 + fr[11] * s3 + fr[14] * s4 + fr[17] * s5) * w + bgb * inv;
       line[x] = (0xff000000 | ((b + 0.5) << 16) | ((g + 0.5) << 8) | (r + 0.5)) >>> 0;
     }
-    for (let y = y0; y < y0 + hh; y++) img.set(line, y * cols);
+    for (let y = y0; y < y1; y++) img.set(line, y * cols);
   }
 };
 
 // Call borders: the first pixel column of each call wide enough to show one, darkened in place
 // (one pass over the pixels, instead of a fillRect per call).
 MS.paint.darkenStarts = function (img, cols, layout, starts) {
-  const h = layout.rowH, hh = h - (h >= 5 ? 1 : 0);
-  if (hh < 4) return;
   for (let k = 0; k < starts.length; k += 2) {
-    const x = Math.floor(starts[k]), y0 = starts[k + 1] * h;
-    if (x < 0 || x >= cols) continue;
-    for (let y = y0, i = y0 * cols + x; y < y0 + hh; y++, i += cols) {
+    const x = Math.floor(starts[k]), [y0, y1] = layout.box(starts[k + 1]);
+    if (x < 0 || x >= cols || y1 - y0 < 4) continue;
+    for (let y = y0, i = y0 * cols + x; y < y1; y++, i += cols) {
       const c = img[i];     // 72 % of each channel: c - c/4 - c/32 per byte, without carries across bytes
       img[i] = (0xff000000 | (c - ((c >>> 2) & 0x3f3f3f) - ((c >>> 5) & 0x070707))) >>> 0;
     }
