@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,20 @@ from mpiscope.mpi.find import MpiInfo, built_against, launcher_env, launcher_mpi
 from mpiscope.trace import TABLES
 
 LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "mpiexec.gforker", "prterun", "orterun", "srun"}
-# Launcher options that take a value (MPICH/Hydra, Open MPI, Slurm), to find the program.
+# Launcher options that take a value (MPICH/Hydra, Open MPI, Slurm), to find the program. An option not
+# listed is taken for a flag unless the token after it is no program while a later one is (program_of).
 VALUE_OPTIONS = {
-    "-n", "-np", "-c", "-N", "-ppn", "-f", "-hostfile", "--hostfile", "-machinefile", "--machinefile",
-    "-host", "-hosts", "--host", "-wdir", "--wdir", "-x", "-bind-to", "--bind-to", "-map-by", "--map-by",
-    "-launcher", "-rmk", "-iface", "-genvlist", "-envlist", "--rankfile", "-rf", "--mca", "-mca",
-    "--prtemca", "--pmixmca", "-configfile", "--ntasks", "--nodes", "-p", "--partition", "--cpus-per-task",
-    "-profile", "--output-filename", "--report-bindings-file", "-display-map", "--preload-files",
+    "-n", "-np", "--np", "-c", "-N", "-ppn", "-f", "-hostfile", "--hostfile", "-machinefile", "--machinefile",
+    "-host", "-hosts", "--host", "-H", "-wdir", "--wdir", "-wd", "--wd", "-x", "-bind-to", "--bind-to",
+    "-map-by", "--map-by", "-rank-by", "--rank-by", "-launcher", "-launcher-exec", "-rmk", "-iface", "-genvlist",
+    "-envlist", "--rankfile", "-rf", "--mca", "-mca", "--prtemca", "--pmixmca", "-configfile", "-profile",
+    "--output-filename", "-output-filename", "--report-bindings-file", "-display-map", "--preload-files",
+    "-npernode", "--npernode", "-npersocket", "--npersocket", "--cpus-per-proc", "--cpus-per-rank", "-prefix",
+    "--prefix", "-timeout", "--timeout", "-am", "--am", "--app", "-path", "--path", "--personality",
+    "-outfile-pattern", "-errfile-pattern", "-gpus-per-proc", "-ranks-per-proc",
+    "--ntasks", "--nodes", "-p", "--partition", "--cpus-per-task", "--ntasks-per-node", "-t", "--time", "-A",
+    "--account", "-J", "--job-name", "-w", "--nodelist", "-m", "--distribution", "--mem", "--export",
+    "--cpu-bind", "--gres",
 }
 TWO_VALUE_OPTIONS = {"-genv", "-env", "--mca", "-mca", "--prtemca", "--pmixmca"}
 MIN_FREE_BYTES = 16 << 20  # a few 2 MiB blocks per rank, and the merged tables
@@ -56,10 +64,23 @@ def launcher_name(path: str) -> str:
     return base if base in {"mpiexec", "mpirun"} and suffix in {"openmpi", "mpich"} else name
 
 
-def program_of(cmd: list[str]) -> str | None:
-    """The program a launcher command starts (None if cmd is not a launcher)."""
+def program_of(cmd: list[str], cwd: str | None = None) -> str | None:
+    """The program a launcher command starts (None if cmd is not a launcher): the first word that is
+    no option or an option's value. An option this module does not know is a flag, unless the word
+    after it is no program (`--timeout 5`, `-H node:2`) while a later one is; programs are looked up
+    from `cwd` (the run's directory, for a recorded command)."""
     if launcher_name(cmd[0]) not in LAUNCHERS:
         return None
+    flagged = _first_word(cmd, lambda _: False)
+    if flagged is None or _runnable(flagged, cwd):
+        return flagged
+    return _first_word(cmd, lambda word: not _runnable(word, cwd)) if _runnable_after(cmd, flagged, cwd) \
+        else flagged
+
+
+def _first_word(cmd: list[str], takes_value: Callable[[str], bool]) -> str | None:
+    """The first word of cmd[1:] that no option takes; an unknown option takes the word after it
+    where `takes_value(word)`."""
     i = 1
     while i < len(cmd):
         tok = cmd[i]
@@ -71,13 +92,26 @@ def program_of(cmd: list[str]) -> str | None:
                 i += 1
             elif tok in TWO_VALUE_OPTIONS:
                 i += 3
-            elif tok in VALUE_OPTIONS:
+            elif tok in VALUE_OPTIONS or (i + 1 < len(cmd) and not cmd[i + 1].startswith("-")
+                                           and takes_value(cmd[i + 1])):
                 i += 2
             else:
                 i += 1
             continue
         return tok
     return None
+
+
+def _runnable(word: str, cwd: str | None) -> bool:
+    if "/" not in word:
+        return shutil.which(word) is not None
+    path = Path(cwd or ".") / word
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _runnable_after(cmd: list[str], word: str, cwd: str | None) -> bool:
+    """Whether a word after the first `word` of cmd names a program (then `word` was a value)."""
+    return any(_runnable(w, cwd) for w in cmd[cmd.index(word) + 1:] if not w.startswith("-"))
 
 
 def _check_command(cmd: list[str]) -> None:

@@ -72,7 +72,7 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
     return {
         "run_id": str(m.get("run_id", "")),
         "command": command,
-        "program": Path((program_of(command) or command[0]) if command else "").name,
+        "program": Path((program_of(command, m.get("cwd")) or command[0]) if command else "").name,
         "ranks": trace.ranks,
         "hosts": {str(k): v for k, v in (m.get("hosts") or {}).items()},
         "mpi": {"implementation": impl, "version": version},
