@@ -71,6 +71,10 @@ CASES = {
                             "WAIT_WAITALL", {0: 4 * 0.100}, 2, "LATE_SEND_ALL"),
     "late_sender_persistent": ("late_sender", 2, ["persistent", "4", "60"], "late_sender", "MPI_Wait",
                                "WAIT_PERSISTENT", {0: 4 * 0.060}, 1, "LATE_SEND_P"),
+    # receives of one MPI_Startall that MPI_Testsome completes one by one: the wait is in the polls, not
+    # in the MPI_Startall (tachyon's waits read "late sender in MPI_Startall", or none at all)
+    "late_sender_startall": ("late_sender", 2, ["startall", "4", "40"], "late_sender", "MPI_Testsome",
+                             "WAIT_TESTSOME", {0: 4 * 0.080}, 1, "LATE_SEND_SA"),
     # a loop of MPI_Test waits in all its calls: the folded row of the unsuccessful ones and the last
     "late_sender_polling": ("late_sender", 2, ["polling", "4", "60"], "late_sender", "MPI_Test", "WAIT_TEST",
                             {0: 4 * 0.060}, 1, "LATE_SEND_T"),
@@ -317,3 +321,17 @@ def test_a_rank_writing_alone_is_what_the_others_waited_for(program, tmp_path: P
     d = diagnose(open_trace(trace)).to_json()
     (barrier,) = [f for f in d["findings"] if f["kind"] == "wait_at_barrier"]
     assert "did not compute noticeably longer" not in barrier["text"] and "rank 0 computed" in barrier["text"], barrier
+
+
+@pytest.mark.mpi(ranks=2)
+def test_a_startall_completed_by_several_calls_lasts_until_the_last(program, tmp_path: Path) -> None:
+    """An MPI_Startall whose receives several MPI_Testsome completed names none of them, but its
+    t_complete_ns is the last of their completions: the exports draw its requests' life (it had none)."""
+    t = open_trace(record(program("late_sender"), 2, ["startall", "2", "10"], tmp_path / "t"))
+    ev = t.events().collect()
+    starts = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Startall").sort("event")
+    m = t.messages().collect()
+    assert starts.height == 2 and starts["completed_by"].null_count() == 2
+    for row in starts.iter_rows(named=True):
+        mine = m.filter(pl.col("recv_event") == row["event"])
+        assert mine.height == 2 and row["t_complete_ns"] == mine["t_recv_leave_ns"].max(), (row, mine)

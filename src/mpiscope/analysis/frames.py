@@ -28,6 +28,8 @@ EVENT_COLUMNS = ("event", "rank", "call", "t_enter_ns", "t_leave_ns", "completed
 # Read when the table has it (a test's made-up events may not): wait at fence groups fences by window.
 OPTIONAL_EVENT_COLUMNS = ("comm", "thread")
 MESSAGE_COLUMNS = ("src", "dst", "bytes", "t_send_enter_ns", "t_recv_enter_ns", "send_event", "recv_event")
+# the receive's completion: where its start has no completing call (waitstates._Times.completing_call)
+OPTIONAL_MESSAGE_COLUMNS = ("t_recv_leave_ns",)
 
 I64 = npt.NDArray[np.int64]
 
@@ -161,7 +163,8 @@ def frames_from(events: pl.DataFrame, messages: pl.DataFrame, ranks: int, run_id
                            f"merge the trace again: mpiscope merge {path}")
     world = max(ranks, int(events["rank"].cast(pl.Int64).max() or 0) + 1) if n else ranks  # type: ignore[arg-type]
     cols = EVENT_COLUMNS + tuple(c for c in OPTIONAL_EVENT_COLUMNS if c in events.columns)
-    return Frames(path, run_id, world, events.select(cols), messages.select(MESSAGE_COLUMNS))
+    kept = MESSAGE_COLUMNS + tuple(c for c in OPTIONAL_MESSAGE_COLUMNS if c in messages.columns)
+    return Frames(path, run_id, world, events.select(cols), messages.select(kept))
 
 
 def _read(trace: Trace, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
@@ -182,7 +185,7 @@ def load_frames(trace: Trace, what: str = "the diagnosis") -> Frames:
     (`what` holds them) when the machine cannot hold them, rather than killed for it."""
     require_memory(what, trace.event_count, BYTES_PER_EVENT, trace.path)
     f = frames_from(_read(trace, "events", EVENT_COLUMNS + OPTIONAL_EVENT_COLUMNS),
-                    _read(trace, "messages", MESSAGE_COLUMNS),
+                    _read(trace, "messages", MESSAGE_COLUMNS + OPTIONAL_MESSAGE_COLUMNS),
                     trace.ranks, str(trace.manifest.get("run_id", "")), trace.path)
     started = f.events.filter(pl.col("call").cast(pl.Utf8).is_in(START_CALLS) & pl.col("coll_id").is_not_null())
     if not started.height:

@@ -137,6 +137,24 @@ class _Times:
         cb = self.completed_by[start]
         return np.where(cb >= 0, cb, start)
 
+    def completing_call(self, f: Frames, start: I64, done: I64) -> I64:
+        """The call that completed each message side started by `start` at time `done` (-1: never):
+        waiting_call, or where the start has no completing call and did not itself leave at `done`
+        (an MPI_Startall whose requests several calls completed: tachyon's receives, completed in
+        MPI_Testsome, waited "in MPI_Startall"), the call of its rank that left at `done`."""
+        w = self.waiting_call(start)
+        lost = (self.completed_by[start] < 0) & (done >= 0) & (self.leave[start] != done)
+        if not lost.any():
+            return w
+        rank = f.column("rank")
+        calls = pl.DataFrame({"rank": rank, "t": self.leave, "call": np.arange(rank.size)})
+        sides = pl.DataFrame({"rank": rank[start[lost]], "t": done[lost]})
+        found = sides.join(calls.group_by("rank", "t").agg(pl.col("call").min()), on=["rank", "t"], how="left",
+                           maintain_order="left")["call"].fill_null(-1).to_numpy()
+        w = w.copy()
+        w[np.flatnonzero(lost)[found >= 0]] = found[found >= 0]
+        return w
+
     def wait(self, call: I64, ready: I64) -> I64:
         """min(ready, leave) - entry of `call`, at least 0 (0 for a call that never returned)."""
         leave = self.leave[call]
@@ -182,7 +200,9 @@ def _sends_or_collectives(f: Frames) -> I64:
 
 def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     m = f.messages
-    w = tm.waiting_call(m["recv_event"].to_numpy())
+    received = m["t_recv_leave_ns"].fill_null(-1).to_numpy() if "t_recv_leave_ns" in m.columns \
+        else np.full(m.height, -1)
+    w = tm.completing_call(f, m["recv_event"].to_numpy(), received)
     ready = m["t_send_enter_ns"].to_numpy()
     # a polling loop ended by the call that completed the receive waited in its calls too
     loop, k = _polling_loop_before(f, w)

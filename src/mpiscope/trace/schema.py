@@ -25,7 +25,8 @@ EVENTS = {
     "standard defines its receive buffer; null for other calls and in traces recorded before format 4",
     "root": "root as world rank for rooted collectives",
     "request": "request id tying a nonblocking start to its completion (rank-local)",
-    "t_complete_ns": "for nonblocking starts: exit time of the call that completed the request",
+    "t_complete_ns": "for nonblocking starts: exit time of the call that completed the request (an MPI_Startall "
+    "whose requests several calls completed: the last of them, and no completed_by)",
     "completed_by": "for nonblocking starts: event id of that call",
     "coll_id": "collective instance (collectives.parquet) of a collective call",
     "callsite": "caller of the MPI function: function (file:line), or module+offset",

@@ -53,8 +53,9 @@ def link_persistent_starts(rec: Records, links: StartLinks, rows: Rows) -> None:
     """An MPI_Start(all) of persistent sends or receives gets the completion of the requests
     it started (their sub:psend/precv records' links), as an MPI_Isend/MPI_Irecv row does: a
     message's wait is in the call that completed it (waitstates.py), not in the Start, which
-    returns at once. A Startall whose requests different calls completed keeps none; only a
-    single Start names its request."""
+    returns at once. A Startall whose requests different calls completed names none of them,
+    but its t_complete is the last of their completions (its requests' life, which the exports
+    draw); only a single Start names its request."""
     sub = np.flatnonzero(role_is(rec.role[links.index], "psend", "precv") & (links.completed_by >= 0))
     ev = rec.event[links.index[sub]]
     sub, ev = sub[ev >= 0], ev[ev >= 0]
@@ -69,6 +70,8 @@ def link_persistent_starts(rec: Records, links: StartLinks, rows: Rows) -> None:
     keep = (first == last) & (rows["completed_by"][once] < 0)  # never overwrite a row's own link
     rows["t_complete"][once[keep]] = done[keep]
     rows["completed_by"][once[keep]] = first[keep]
+    spread = (first != last) & (rows["completed_by"][once] < 0) & (rows["t_complete"][once] < 0)
+    rows["t_complete"][once[spread]] = done[spread]
     single = keep & (counts == 1)
     rows["req"][once[single]] = rec.req[links.index[sub[np.flatnonzero(single[group])]]]
 

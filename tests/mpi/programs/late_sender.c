@@ -8,6 +8,9 @@
  *   2 DELAY) with one MPI_Waitall: it waits 2 DELAY per iteration, not 3.
  * persistent (2 ranks): rank 0 receives with MPI_Recv_init + MPI_Start + MPI_Wait: it waits
  *   in the MPI_Wait, not in the MPI_Start.
+ * startall (2 ranks): rank 0 starts two persistent receives with one MPI_Startall and polls them
+ *   with MPI_Testsome, which completes them one at a time; rank 1 sends each after DELAY: rank 0
+ *   waits 2 DELAY per iteration in MPI_Testsome, none in the MPI_Startall.
  * polling (2 ranks): rank 0 receives with MPI_Irecv and a loop of MPI_Test: it waits in
  *   the loop's calls (folded into one row), not only in the MPI_Test that completes.
  * probing (2 ranks): rank 0 loops on MPI_Iprobe until the message is there, then MPI_Recv:
@@ -70,6 +73,24 @@ int main(int argc, char **argv)
             } else if (rank == 1) {
                 sleep_ms(d);
                 MPI_Send(&x, 1, MPI_INT, 0, 5, MPI_COMM_WORLD); /* LATE_SEND_P */
+            }
+        } else if (!strcmp(mode, "startall")) {
+            if (rank == 0) {
+                int ys[2], done = 0, count, which[2];
+                for (int k = 0; k < 2; k++)
+                    MPI_Recv_init(&ys[k], 1, MPI_INT, 1, 8 + k, MPI_COMM_WORLD, &req[k]);
+                MPI_Startall(2, req);
+                while (done < 2) {
+                    MPI_Testsome(2, req, &count, which, MPI_STATUSES_IGNORE); /* WAIT_TESTSOME */
+                    done += count == MPI_UNDEFINED ? 0 : count;
+                }
+                for (int k = 0; k < 2; k++)
+                    MPI_Request_free(&req[k]);
+            } else if (rank == 1) {
+                for (int k = 0; k < 2; k++) {
+                    sleep_ms(d);
+                    MPI_Send(&x, 1, MPI_INT, 0, 8 + k, MPI_COMM_WORLD); /* LATE_SEND_SA */
+                }
             }
         } else if (!strcmp(mode, "polling")) {
             if (rank == 0) {
