@@ -239,6 +239,32 @@ def test_phases():
     assert imb.to_json()["total"]["lost_seconds"] == pytest.approx(59.5e-9)
 
 
+def test_work_after_the_last_collective_is_a_phase_closed_by_finalize():
+    """A program that synchronises only at its start computes after its last collective: that stretch,
+    up to MPI_Finalize, is a phase where a rank computed 1 ms in it (tachyon's 2.7 s read as balanced,
+    in 0.8 ms of phases, and rebalance refused it)."""
+    ms = 1_000_000
+    run = Run(2)
+    for r in range(2):
+        run.call(r, "MPI_Init", 0, 10)
+        run.call(r, "MPI_Barrier", 20, 30, coll=0)
+    run.call(0, "MPI_Send", 30 + 100 * ms, 31 + 100 * ms)       # 1 ns in MPI inside the phase
+    run.call(0, "MPI_Finalize", 30 + 300 * ms, 40 + 300 * ms)
+    run.call(1, "MPI_Finalize", 30 + 600 * ms, 40 + 600 * ms)
+    imb = phases_of(run.frames())
+    first, last = imb.phases
+    assert first.closing_call == "MPI_Barrier" and last.closing_call == "MPI_Finalize"
+    assert last.compute_ns == [300 * ms - 1, 600 * ms] and last.critical_rank == 1
+    assert (last.t_start_ns, last.t_end_ns) == (30, 30 + 600 * ms)
+    # with no collective at all, the run up to MPI_Finalize is its one phase
+    run = Run(2)
+    for r in range(2):
+        run.call(r, "MPI_Init", 0, 10)
+        run.call(r, "MPI_Finalize", 10 + (r + 1) * 5 * ms, 20 + (r + 1) * 5 * ms)
+    (only,) = phases_of(run.frames()).phases
+    assert only.compute_ns == [5 * ms, 10 * ms] and only.closing_call == "MPI_Finalize"
+
+
 def test_many_phases_are_grouped_in_the_json():
     run = Run(2)
     for i in range(200):

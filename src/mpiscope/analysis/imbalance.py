@@ -3,8 +3,10 @@
 A phase ends at a blocking collective instance in which all world ranks take part
 (every world rank was seen in it: barriers, allreduces, ... on MPI_COMM_WORLD or a
 copy of it; a nonblocking collective does not synchronise at its start, so it cuts
-nothing). Phase k ends at the k-th such instance; what follows the last one (up to
-MPI_Finalize) is no phase. The computation of rank r in phase k (spec §2) is its entry into
+nothing). Phase k ends at the k-th such instance; what follows the last one is a last phase,
+closed by MPI_Finalize, where every rank called it and one computed TAIL_MIN_NS in it (a program
+that synchronises only at its start computes all its work there: tachyon's 2.7 s read as
+"balanced", in 0.8 ms of phases). The computation of rank r in phase k (spec §2) is its entry into
 the closing collective minus the phase start (its leave of the opening collective;
 for the first phase its leave of MPI_Init, else its first entry into MPI), minus
 its time in MPI inside the phase. imbalance_pct = 100 (max - mean) / max; the
@@ -35,6 +37,7 @@ from mpiscope.errors import UsageError
 from mpiscope.trace import START_CALLS, Trace
 
 JSON_PHASES = 64      # phases (or groups of phases) in the JSON
+TAIL_MIN_NS = 1_000_000  # the longest computation after the last collective that makes it a phase
 WORST_PHASES = 10     # single phases listed by time lost when they are grouped
 
 F64 = npt.NDArray[np.float64]
@@ -135,22 +138,25 @@ def _sync_events(f: Frames) -> pl.DataFrame:
 def phases_of(f: Frames, times: pl.DataFrame | None = None) -> Imbalance:
     """The phases of Frames; `times`: their rank_times() if already made."""
     sync = _sync_events(f)
-    if sync.height == 0:
-        raise UsageError(f"{f.path} has no blocking collective that all {f.ranks} ranks take part in (a "
-                         f"nonblocking one does not mark where a phase ends), so its run cannot be cut into "
-                         f"phases; add an MPI_Barrier (or any blocking collective on MPI_COMM_WORLD) at the end "
-                         f"of each phase and record again, or give the times: mpiscope rebalance --times ...")
+    times = rank_times(f) if times is None else times
     enter, leave = f.column("t_enter_ns"), f.column("t_leave_ns")
     before = mpi_ns_before(f)
-    times = rank_times(f) if times is None else times
     start = times["t_start_ns"].fill_null(0).to_numpy()
     first_of_rank = np.searchsorted(f.column("rank"), np.arange(f.ranks))
+
+    def computed(r: npt.NDArray[np.int64], prev: npt.NDArray[np.int64], e: npt.NDArray[np.int64]) -> tuple[
+            npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(phase start, computation) of ranks r closing a phase at event e, opened by their event prev
+        (-1: the rank's start)."""
+        opened = prev >= 0
+        t0 = np.where(opened, leave[np.maximum(prev, 0)], start[r])
+        from_event = np.where(opened, prev + 1, first_of_rank[r])
+        return t0, np.maximum(enter[e] - t0 - (before[e] - before[from_event]), 0)
+
     e, r = sync["event"].to_numpy(), sync["rank"].to_numpy()
     prev = np.concatenate([[-1], e[:-1]])
-    opened = np.concatenate([[False], r[:-1] == r[1:]])  # the rank's previous sync event opens the phase
-    t0 = np.where(opened, leave[np.maximum(prev, 0)], start[r])
-    from_event = np.where(opened, prev + 1, first_of_rank[r])
-    compute = np.maximum(enter[e] - t0 - (before[e] - before[from_event]), 0)
+    prev = np.where(np.concatenate([[False], r[:-1] == r[1:]]), prev, -1)  # the rank's previous sync event
+    t0, compute = computed(r, prev, e)
     instances, k = np.unique(sync["coll_id"].to_numpy(), return_inverse=True)
     mat = np.zeros((instances.size, f.ranks), np.int64)
     mat[k, r] = compute
@@ -159,14 +165,43 @@ def phases_of(f: Frames, times: pl.DataFrame | None = None) -> Imbalance:
     t_end = np.zeros(instances.size, np.int64)
     np.maximum.at(t_end, k, enter[e])
     closing = f.events["call"].gather(e[np.unique(k, return_index=True)[1]]).cast(pl.Utf8).to_list()
+    tail = _tail(f, e, r, computed)
+    if tail is not None:
+        mat = np.vstack([mat, tail[2]])
+        t_start, t_end = np.append(t_start, tail[0]), np.append(t_end, tail[1])
+        closing.append("MPI_Finalize")
+    if not mat.shape[0]:
+        raise UsageError(f"{f.path} has no blocking collective that all {f.ranks} ranks take part in (a "
+                         f"nonblocking one does not mark where a phase ends), so its run cannot be cut into "
+                         f"phases; add an MPI_Barrier (or any blocking collective on MPI_COMM_WORLD) at the end "
+                         f"of each phase and record again, or give the times: mpiscope rebalance --times ...")
     top = mat.max(axis=1).astype(np.float64)
     pct = np.divide(100.0 * (top - mat.mean(axis=1)), top, out=np.zeros_like(top), where=top > 0)
     critical = mat.argmax(axis=1)
     rows, ts, te, pcts, crits = mat.tolist(), t_start.tolist(), t_end.tolist(), pct.tolist(), critical.tolist()
     phases = [Phase(i, ts[i], te[i], rows[i], pcts[i], crits[i], closing[i])  # one object per phase, the API's
-              for i in range(instances.size)]
+              for i in range(mat.shape[0])]
     run_compute = (times["app_ns"] - times["mpi_ns"]).clip(lower_bound=0).to_list()
     return Imbalance(f.ranks, phases, run_compute)
+
+
+def _tail(f: Frames, sync_event: npt.NDArray[np.int64], sync_rank: npt.NDArray[np.int64],
+          computed: Any) -> tuple[int, int, npt.NDArray[np.int64]] | None:
+    """(start, end, computation per rank) of the phase from each rank's last sync event (or its start)
+    to its MPI_Finalize, where every rank called MPI_Finalize once and one computed TAIL_MIN_NS."""
+    code = f.code_table(frozenset({"MPI_Finalize"}))
+    fin = np.flatnonzero(code[f.call_codes()])
+    ranks = f.column("rank")[fin]
+    if fin.size != f.ranks or np.unique(ranks).size != f.ranks:
+        return None
+    fin = fin[np.argsort(ranks, kind="stable")]
+    last = np.full(f.ranks, -1, np.int64)
+    np.maximum.at(last, sync_rank, sync_event)
+    r = np.arange(f.ranks)
+    t0, compute = computed(r, last, fin)
+    if compute.max() < TAIL_MIN_NS:
+        return None
+    return int(t0.min()), int(f.column("t_enter_ns")[fin].max()), compute
 
 
 # A phase where a rank computed less than this share of the longest computed next to nothing: its
