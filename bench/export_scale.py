@@ -1,7 +1,8 @@
 """Export time and peak memory of `mpiscope export` to OTF2 and Perfetto, on a generated
 64-rank trace of 10 million records (nonblocking ring exchange + allreduce, merged first).
 Targets (issue 20): <= 60 s per format for 10 million events, memory independent of the
-trace's length.
+trace's length. `--formats chrome` times the Chrome JSON export (1 M calls at most: give
+`--events 1000000 --no-wide`).
 
 Memory: the exporters stream rank by rank, so their peak follows the longest rank, not
 the trace. Two more traces show it: "small" (64 ranks, 1/10 of the records: ranks ten
@@ -17,7 +18,7 @@ copied out of git under another name (its imports of itself renamed), so both ru
 same installed rest of mpiscope.
 
     python bench/export_scale.py [--ranks 64] [--events 10000000] [--workers N] [--no-wide]
-                                 [--baseline REF] [--json FILE]
+                                 [--baseline REF] [--formats otf2,perfetto,chrome] [--json FILE]
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from mpiscope.trace import open_trace
 from {package}.{fmt} import export_{fmt} as export
 if __name__ == "__main__":
     w = int(sys.argv[3]) if sys.argv[3] != "-" else None
-    r = export(open_trace(sys.argv[1], merge=False), Path(sys.argv[2]), workers=w)
+    r = export(open_trace(sys.argv[1], merge=False), Path(sys.argv[2]), **({{}} if {fmt!r} == "chrome" else {{"workers": w}}))
     print(json.dumps({{"events": r.events, "records": r.records}}))
 """
 FORMATS = ("otf2", "perfetto")
@@ -180,6 +181,7 @@ def main() -> int:
     ap.add_argument(
         "--baseline", metavar="REF", help="also export the large trace with the exporters at git REF"
     )
+    ap.add_argument("--formats", default=",".join(FORMATS), help="of otf2, perfetto, chrome (default: %(default)s)")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
     shapes = {"small": (args.ranks, args.events // 10), "large": (args.ranks, args.events)}
@@ -191,7 +193,7 @@ def main() -> int:
         base = baseline_package(args.baseline, work / "baseline") if args.baseline else None
         load_before = os.getloadavg()[0]
         runs: dict[str, dict[str, dict[str, float]]] = {}
-        for fmt in FORMATS:
+        for fmt in args.formats.split(","):
             runs[fmt] = {}
             if base:  # interleaved: the baseline, then the current exporters, per format
                 runs[fmt]["baseline"] = export_once(
