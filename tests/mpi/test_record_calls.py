@@ -330,3 +330,21 @@ def test_mpi4_persistent_collectives_and_partitioned_messages(run_traced, any_mp
     with otf2.reader.open(str(t.path / "otf2" / "traces.otf2")) as tr:
         ops = [ev.collective_op for _, ev in tr.events if type(ev).__name__ == "NonBlockingCollectiveComplete"]
     assert ops.count(CollectiveOp.ALLREDUCE) == 3 * N
+
+
+@pytest.mark.mpi(ranks=1)
+def test_a_datatype_of_more_than_2_gib_keeps_its_bytes(tmp_path, any_mpi):
+    """MPI_Type_size cannot give a size over INT_MAX (MPI_UNDEFINED): the recorder asks MPI_Type_size_x
+    then (a 2.4e9-byte put of such a type read as 0 bytes, in puts and sends alike)."""
+    from pathlib import Path
+
+    from mpiscope.mpi.build import compile_program
+    from mpiscope.trace import open_trace
+
+    exe = compile_program(Path(__file__).parent / "programs" / "big_type.c", mpicc=str(any_mpi.mpicc),
+                          out_dir=tmp_path)
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", *any_mpi.launch(1), str(exe)],
+                        env=any_mpi.environ())
+    assert done.returncode == 0, done.stderr[-3000:]
+    ev = open_trace(tmp_path / "t").events().collect()
+    assert by_call(ev, "MPI_Send_init")["bytes"].to_list() == [300_000_000 * 8]

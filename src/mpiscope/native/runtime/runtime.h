@@ -411,6 +411,12 @@ MSC_HOT uint64_t msc_bytes(int64_t count, MPI_Datatype dt)
     uint32_t builtin = msc_fast_types ? msc_builtin_size(dt) : 0;
     if (MSC_LIKELY(builtin)) return (uint64_t)count * builtin;
     PMPI_Type_size(dt, &size);
+    if (MSC_UNLIKELY(size == MPI_UNDEFINED)) {
+        /* a type of more than 2 GiB: its size only fits an MPI_Count (it read as 0 bytes) */
+        MPI_Count large = 0;
+        PMPI_Type_size_x(dt, &large);
+        return (uint64_t)count * (uint64_t)(large > 0 ? large : 0);
+    }
     return (uint64_t)count * (uint64_t)(size > 0 ? size : 0);
 }
 
