@@ -338,6 +338,10 @@ def test_communication_bound_advice_fits_the_calls_that_took_the_time():
     assert advice.startswith("create communicators and windows once")
     assert said([("MPI_Allreduce_c", 160)])[1].startswith("call collectives less often and combine them")
     assert said([("MPI_Isend", 100), ("MPI_Waitall", 60)])[1].startswith("send fewer, larger messages")
+    # one-sided: a program of one window whose time went to fences was told to create windows once
+    assert said([("MPI_Win_fence", 150)])[1].startswith("synchronise the windows less often")
+    assert said([("MPI_Win_free", 150)])[1].startswith("create communicators and windows once")
+    assert said([("MPI_Rput", 150)])[1].startswith("move fewer, larger one-sided transfers")
 
 
 def test_imbalance_of_many_phases_is_rebalanced_over_all_of_them():

@@ -333,13 +333,23 @@ def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int], floor_s: 
     return out
 
 
+ONE_SIDED_TRANSFERS = frozenset({"MPI_Put", "MPI_Rput", "MPI_Get", "MPI_Rget", "MPI_Accumulate", "MPI_Raccumulate",
+                                 "MPI_Get_accumulate", "MPI_Rget_accumulate", "MPI_Fetch_and_op",
+                                 "MPI_Compare_and_swap"})
+
+
 def _busy_cure(calls: Sequence[tuple[str, int]]) -> str:
     """What cuts the busy time of the call that took most of it: fewer, larger messages for
     point-to-point; fewer, combined collectives; communicators and windows made once (a run whose
     busy time was MPI_Comm_split at start-up was told to send fewer, larger messages: it sent none)."""
     top = calls[0][0].removesuffix("_c") if calls else ""
-    if top in COMM_CREATE | WINDOW_NXN or top.startswith(("MPI_Comm_", "MPI_Intercomm_", "MPI_Win_")):
+    if top in COMM_CREATE | WINDOW_NXN or top.startswith(("MPI_Comm_", "MPI_Intercomm_")):
         return "create communicators and windows once and reuse them (each creation agrees over all its ranks)"
+    if top.startswith("MPI_Win_"):  # fences, locks, flushes: a program of one window was told to create it once
+        return ("synchronise the windows less often: one fence or flush per step of transfers, not per transfer, "
+                "and passive target (MPI_Win_lock_all, MPI_Win_flush) where not every rank need take part")
+    if top in ONE_SIDED_TRANSFERS:
+        return "move fewer, larger one-sided transfers (a derived datatype for strided data, not one call per piece)"
     if top in NXN | BROADCAST | REDUCE | BARRIER:
         return "call collectives less often and combine them (one reduction of several values, not several)"
     return "send fewer, larger messages"
