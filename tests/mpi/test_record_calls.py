@@ -348,3 +348,25 @@ def test_a_datatype_of_more_than_2_gib_keeps_its_bytes(tmp_path, any_mpi):
     assert done.returncode == 0, done.stderr[-3000:]
     ev = open_trace(tmp_path / "t").events().collect()
     assert by_call(ev, "MPI_Send_init")["bytes"].to_list() == [300_000_000 * 8]
+
+
+@pytest.mark.mpi(ranks=1)
+def test_communicators_beyond_the_recorders_numbers_are_said(tmp_path):
+    """Past 65,534 communicators and windows made (freed ones' numbers are not reused), calls on new
+    ones have no communicator: the merge says so (it was only a count in the manifest)."""
+    from pathlib import Path
+
+    from tests.conftest import MPICH
+
+    from mpiscope.mpi.build import compile_program
+    from mpiscope.trace import open_trace
+
+    exe = compile_program(Path(__file__).parent / "programs" / "many_comms.c", mpicc=str(MPICH.mpicc),
+                          out_dir=tmp_path)
+    done = mpiscope_cli(["run", "--out", str(tmp_path / "t"), "--", *MPICH.launch(1), str(exe)],
+                        env=MPICH.environ())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rank 0 (" in done.stderr and "over 65,534 communicators and windows made in the run" in done.stderr
+    t = open_trace(tmp_path / "t")
+    assert t.manifest["counts"]["dropped"] > 0
+    assert by_call(t.events().collect(), "MPI_Barrier")["comm"].to_list() == [None]

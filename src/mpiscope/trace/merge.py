@@ -234,8 +234,22 @@ def _processes(budget: int, largest: int, asked: int) -> int:
 
 
 def _file_warnings(trace_dir: Path, files: list[RankFile], missing: dict[int, str]) -> list[str]:
-    warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir)
+    warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir) + _untracked(files)
     return warnings + [f"rank {r}: not merged, {reason}" for r, reason in missing.items()]
+
+
+def _untracked(files: list[RankFile]) -> list[str]:
+    """What the recorder's tables had no room for, said: it was only a count in the manifest (a coarray
+    program that makes and frees a window each step runs out of the 65,534 communicator and window
+    numbers, never reused, after as many steps; fences of different windows were then matched)."""
+    lost = {f.rank: int(f.header["dropped"]) for f in files if int(f.header["dropped"])}
+    if not lost:
+        return []
+    ranks = ", ".join(f"{r} ({n:,})" for r, n in sorted(lost.items())[:8]) + (", ..." if len(lost) > 8 else "")
+    return [f"rank{'s' if len(lost) > 1 else ''} {ranks}: objects the recorder could not track (over 65,534 "
+            f"communicators and windows made in the run, over 1,024 threads in MPI, or a full request table); "
+            f"calls on them have no communicator, peer or request, so their messages and collectives may be "
+            f"unmatched or matched with others"]
 
 
 def _world(files: list[RankFile], missing: dict[int, str]) -> int:
