@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 from tests.conftest import MPICH, OPENMPI, mpiscope_cli, require
 
@@ -54,3 +57,18 @@ def test_doctor_names_a_compiler_of_another_mpi():
     assert problem["problem"].startswith(f"mpicc found now ({OPENMPI.mpicc}) links programs to "), problem
     assert "libmpi.so.40" in problem["problem"] and "mpiscope run refuses" in problem["problem"]
     assert f"MPISCOPE_LIB_DIR={OPENMPI.lib_dir}" in problem["fix"], problem
+
+
+def test_a_build_that_fails_says_why_and_where_its_output_is(tmp_path):
+    """A compiler that cannot build the native parts: the sentence quotes the error (not make's
+    '*** [...] Error 2', which was all it said) and names the file with the whole output."""
+    cc = tmp_path / "mpicc"
+    cc.write_text("#!/bin/sh\necho 'cc1: error: this compiler is broken' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    done = subprocess.run([sys.executable, "-m", "mpiscope.mpi.build", "--mpicc", str(cc), "--dest",
+                           str(tmp_path / "lib")], capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert f"building the native parts with {cc} failed (" in said and "Error 2" not in said, said
+    log = said.split("its output is in ")[1].split(";")[0]
+    assert "this compiler is broken" in Path(log).read_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,10 +42,18 @@ def rebuild(mpicc: str, dest: Path, build_type: str = "Release", sanitize: str =
         for step in steps:
             done = subprocess.run(step, env=env, capture_output=True, text=True, check=False)
             if done.returncode != 0:
-                lines = (done.stdout + done.stderr).splitlines()
-                first = next((ln.strip() for ln in lines if "error" in ln.lower() and "gmake" not in ln),
-                             lines[-1] if lines else "no output")
-                raise NativeBuildError(f"building the native parts with {mpicc} failed ({first}); "
+                text = done.stdout + done.stderr
+                lines = text.splitlines()
+                # the compiler's or CMake's own words, not make's "*** [...] Error 2" (which said nothing)
+                said = [ln.strip() for ln in lines if re.search(r"\berror\b", ln, re.I) and "***" not in ln]
+                first = said[0] if said else (lines[-1].strip() if lines else "no output")
+                log = Path(tempfile.gettempdir()) / f"mpiscope-build-{os.getpid()}.log"
+                try:
+                    log.write_text(f"$ {' '.join(map(str, step))}\n{text}")
+                    where = f"; its output is in {log}"
+                except OSError:
+                    where = ""
+                raise NativeBuildError(f"building the native parts with {mpicc} failed ({first}){where}; "
                                        f"check that {mpicc} compiles MPI programs")
     return dest
 
