@@ -256,10 +256,44 @@ def test_sessions_program_recorded_without_mpi_init(run_traced, any_mpi, mode):
     assert coll.height == 1 and coll["call"].cast(pl.Utf8)[0] == "MPI_Allreduce"
     assert (m["t_recv_leave_ns"] >= m["t_send_enter_ns"]).all()
     assert not t.manifest["truncated_ranks"] and not t.manifest["unfinished_calls"]
+    # a session's start and end are no MPI time, as MPI_Init's and MPI_Finalize's are not (a sessions
+    # program read "communication-bound, mostly in MPI_Session_init")
+    from mpiscope.analysis.stats import summarize
+
+    s = summarize(t)
+    assert not s.per_call.filter(pl.col("call").is_in(["MPI_Session_init", "MPI_Session_finalize"])).height
+    in_calls = ev.filter(~pl.col("call").cast(pl.Utf8).is_in(["MPI_Session_init", "MPI_Session_finalize",
+                                                               "MPI_Init_thread", "MPI_Finalize"]))
+    longest = in_calls.group_by("rank").agg((pl.col("t_leave_ns") - pl.col("t_enter_ns")).sum().alias("ns"))
+    for rank, ns in longest.iter_rows():
+        assert s.per_rank.filter(pl.col("rank") == rank)["mpi_time_ns"].item() <= ns, rank
     if mode == "mixed":  # the session ends first; MPI_Finalize ends the recording
         world = m.filter(pl.col("tag") == 11)
         assert set(zip(world["src"], world["dst"])) == {(r, (r + 1) % N) for r in range(N)}
         assert by_call(ev, "MPI_Init_thread").height == by_call(ev, "MPI_Finalize").height == N
+
+
+@pytest.mark.mpi(ranks=N)
+def test_a_second_session_leaves_the_first_sessions_trace(tmp_path, example):
+    """A sessions program that starts a session again after the first ended: the recording (which the
+    first session's finalize ended) is not begun anew: that opened the rank file again ("File exists"),
+    clock-synced into its sealed header, and the merge refused every rank: nothing was left. The
+    wheel's MPICH only: a second MPI_Session_init crashes the Open MPI 5.0 wheel, unrecorded too."""
+    from tests.conftest import MPICH
+
+    from mpiscope.trace import open_trace
+
+    any_mpi = MPICH
+
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *any_mpi.launch(N), str(example("sessions", any_mpi)), "again"],
+                        env=any_mpi.environ())
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "File exists" not in done.stderr and "damaged" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.count("a session started after the recording ended") == 1, done.stderr[-3000:]
+    t = open_trace(out)
+    m = t.messages().collect()
+    assert set(m["tag"].unique().to_list()) == {7, 9} and t.manifest["counts"]["unmatched_sends"] == 0
 
 
 @pytest.mark.mpi(ranks=N)

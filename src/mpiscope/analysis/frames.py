@@ -17,11 +17,9 @@ import polars as pl
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.errors import TraceCorrupt
 from mpiscope.machine import require_memory
-from mpiscope.trace import START_CALLS, Trace, file_io_calls, file_io_waits, unreadable
+from mpiscope.trace import ENV_CALLS, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_calls, file_io_waits, unreadable
 
 # Not communication: stats.py leaves them out of the time in MPI too.
-ENV_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol")
-INIT_CALLS = ("MPI_Init", "MPI_Init_thread")
 
 EVENT_COLUMNS = ("event", "rank", "call", "t_enter_ns", "t_leave_ns", "completed_by", "coll_id", "root",
                  "callsite", "inside_ns")
@@ -238,11 +236,12 @@ def rank_times(f: Frames) -> pl.DataFrame:
     codes, rank = f.call_codes(), f.column("rank")
     bounds = np.searchsorted(rank, np.arange(f.ranks + 1))  # events are in rank order
     has = bounds[1:] > bounds[:-1]
-    init, fin = f.code_table(INIT_CALLS)[codes], f.code_table(("MPI_Finalize",))[codes]
-    init_leave = np.full(f.ranks, -1, np.int64)
-    np.maximum.at(init_leave, rank[init], leave[init])
+    init, fin = f.code_table(INIT_CALLS)[codes], f.code_table(FINALIZE_CALLS)[codes]
+    init_leave = np.full(f.ranks, np.iinfo(np.int64).max, np.int64)  # the first: a session may start again
+    np.minimum.at(init_leave, rank[init], np.where(leave[init] >= 0, leave[init], np.iinfo(np.int64).max))
+    init_leave[init_leave == np.iinfo(np.int64).max] = -1
     fin_enter = np.full(f.ranks, -1, np.int64)
-    fin_enter[rank[fin][::-1]] = enter[fin][::-1]  # the first MPI_Finalize of each rank
+    fin_enter[rank[fin][::-1]] = enter[fin][::-1]  # the first MPI_Finalize (MPI_Session_finalize) of each rank
     last_leave = np.full(f.ranks, -1, np.int64)
     if rank.size:
         last_leave[has] = np.maximum.reduceat(np.maximum(leave, enter), bounds[:-1][has])

@@ -34,7 +34,7 @@ import polars as pl
 
 from mpiscope.analysis.frames import Frames, load_frames, mpi_ns_before, rank_times
 from mpiscope.errors import UsageError
-from mpiscope.trace import START_CALLS, Trace
+from mpiscope.trace import FINALIZE_CALLS, START_CALLS, Trace
 
 JSON_PHASES = 64      # phases (or groups of phases) in the JSON
 TAIL_MIN_NS = 1_000_000  # the longest computation after the last collective that makes it a phase
@@ -169,7 +169,7 @@ def phases_of(f: Frames, times: pl.DataFrame | None = None) -> Imbalance:
     if tail is not None:
         mat = np.vstack([mat, tail[2]])
         t_start, t_end = np.append(t_start, tail[0]), np.append(t_end, tail[1])
-        closing.append("MPI_Finalize")
+        closing.append(tail[3])
     if not mat.shape[0]:
         raise UsageError(f"{f.path} has no blocking collective that all {f.ranks} ranks take part in (a "
                          f"nonblocking one does not mark where a phase ends), so its run cannot be cut into "
@@ -186,10 +186,11 @@ def phases_of(f: Frames, times: pl.DataFrame | None = None) -> Imbalance:
 
 
 def _tail(f: Frames, sync_event: npt.NDArray[np.int64], sync_rank: npt.NDArray[np.int64],
-          computed: Any) -> tuple[int, int, npt.NDArray[np.int64]] | None:
+          computed: Any) -> tuple[int, int, npt.NDArray[np.int64], str] | None:
     """(start, end, computation per rank) of the phase from each rank's last sync event (or its start)
-    to its MPI_Finalize, where every rank called MPI_Finalize once and one computed TAIL_MIN_NS."""
-    code = f.code_table(frozenset({"MPI_Finalize"}))
+    to its MPI_Finalize (MPI_Session_finalize), where every rank called it once and one computed
+    TAIL_MIN_NS; and that call's name."""
+    code = f.code_table(FINALIZE_CALLS)
     fin = np.flatnonzero(code[f.call_codes()])
     ranks = f.column("rank")[fin]
     if fin.size != f.ranks or np.unique(ranks).size != f.ranks:
@@ -201,7 +202,7 @@ def _tail(f: Frames, sync_event: npt.NDArray[np.int64], sync_rank: npt.NDArray[n
     t0, compute = computed(r, last, fin)
     if compute.max() < TAIL_MIN_NS:
         return None
-    return int(t0.min()), int(f.column("t_enter_ns")[fin].max()), compute
+    return int(t0.min()), int(f.column("t_enter_ns")[fin].max()), compute, f.call_names[f.call_codes()[fin[0]]]
 
 
 # A phase where a rank computed less than this share of the longest computed next to nothing: its

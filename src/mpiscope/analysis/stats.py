@@ -20,10 +20,9 @@ import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.analysis.findings import fmt_s
-from mpiscope.trace import START_CALLS, Trace, file_io_calls, file_io_waits
+from mpiscope.trace import ENV_CALLS, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_calls, file_io_waits
 from mpiscope.trace.placement import oversubscribed
 
-ENV_CALLS = ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Pcontrol"]
 # One-sided operations by the way their origin's data goes (a call's `bytes` is its origin buffer):
 # to the target (puts, accumulates, atomics), or from it (gets).
 _ONE_SIDED_PUT = ("MPI_Put", "MPI_Rput", "MPI_Accumulate", "MPI_Raccumulate", "MPI_Get_accumulate",
@@ -182,12 +181,12 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         "event", "rank", "thread", "call", "t_enter_ns", "t_leave_ns", "bytes", "recv_bytes", "coll_id", "callsite",
         "count", "inside_ns", "completed_by").with_columns(
         pl.coalesce("inside_ns", pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"),
-        calls_in(ENV_CALLS).alias("env")).with_columns((pl.col("dur_ns") / pl.col("count")).alias("per_call_ns"))
+        calls_in(list(ENV_CALLS)).alias("env")).with_columns((pl.col("dur_ns") / pl.col("count")).alias("per_call_ns"))
     msgs = trace.messages().select("src", "dst", "bytes")
     collective = pl.col("coll_id").is_not_null() | calls_in(list(START_CALLS))
     span = ev.group_by("rank").agg(
-        pl.col("t_leave_ns").filter(calls_in(["MPI_Init", "MPI_Init_thread"])).max().alias("t_start"),
-        pl.col("t_enter_ns").filter(calls_in(["MPI_Finalize"])).min().alias("t_fin"),
+        pl.col("t_leave_ns").filter(calls_in(list(INIT_CALLS))).min().alias("t_start"),
+        pl.col("t_enter_ns").filter(calls_in(list(FINALIZE_CALLS))).min().alias("t_fin"),
         pl.col("t_enter_ns").min().alias("t_first"),
         pl.col("t_leave_ns").max().alias("t_last"),
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
@@ -292,7 +291,7 @@ def _paused(per_rank: pl.DataFrame, trace: Trace, calls_in: Callable[[list[str]]
     per_rank = per_rank.drop("pcontrols")
     if not pcontrols and not trace.manifest.get("started_paused"):  # no scan of the calls then
         return per_rank.with_columns(pl.lit(0, pl.Int64).alias("paused_ns"), pl.lit(False).alias("paused_open"))
-    rows = (trace.events().filter(calls_in(["MPI_Pcontrol", "MPI_Init", "MPI_Init_thread"]))
+    rows = (trace.events().filter(calls_in(["MPI_Pcontrol", *INIT_CALLS]))
             .select("rank", "t_enter_ns", "t_leave_ns", "tag", pl.col("call").cast(pl.Utf8))
             .sort("rank", "t_enter_ns").collect(engine="streaming"))
     paused, still = {}, {}

@@ -55,8 +55,8 @@ import numpy as np
 import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
-from mpiscope.analysis.frames import INIT_CALLS, I64, Frames, file_io_rows, in_mpi_ns
-from mpiscope.trace import collective_file_io_calls
+from mpiscope.analysis.frames import I64, Frames, file_io_rows, in_mpi_ns
+from mpiscope.trace import INIT_CALLS, collective_file_io_calls
 
 PATTERNS = ("late_sender", "late_sender_wrong_order", "late_receiver", "wait_at_barrier", "wait_at_nxn",
             "late_broadcast", "early_reduce", "wait_at_fence", "early_broadcast")

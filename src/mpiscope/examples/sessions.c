@@ -4,9 +4,11 @@
  * group), then: an Allreduce, a ring (tag 7) on the first, and on the
  * reversed one a message from its rank 0 (world rank size-1) to its rank 1
  * (world rank size-2), tag 9.
- * usage: sessions [mixed]
+ * usage: sessions [mixed|again]
  *   mixed: also MPI_Init_thread after the session starts; the session ends
- *   first, then a ring on MPI_COMM_WORLD (tag 11) and MPI_Finalize. */
+ *   first, then a ring on MPI_COMM_WORLD (tag 11) and MPI_Finalize.
+ *   again: after the session ends, a second one makes its communicator and
+ *   runs a ring (tag 13) on it (MPI-4 lets a process start sessions anew). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,7 +37,7 @@ static void ring(MPI_Comm comm, int tag)
 
 int main(int argc, char **argv)
 {
-    int mixed = argc > 1 && strcmp(argv[1], "mixed") == 0;
+    int mixed = argc > 1 && strcmp(argv[1], "mixed") == 0, again = argc > 1 && strcmp(argv[1], "again") == 0;
     MPI_Session session;
     MPI_Group world, reversed;
     MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &session);
@@ -68,6 +70,15 @@ int main(int argc, char **argv)
     if (mixed) {
         ring(MPI_COMM_WORLD, 11);
         MPI_Finalize();
+    }
+    if (again) {
+        MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &session);
+        MPI_Group_from_session_pset(session, "mpi://WORLD", &world);
+        MPI_Comm second = from_group(world);
+        ring(second, 13);
+        MPI_Comm_free(&second);
+        MPI_Group_free(&world);
+        MPI_Session_finalize(&session);
     }
     return 0;
 }

@@ -17,13 +17,13 @@ import polars as pl
 
 from mpiscope import __version__
 from mpiscope.analysis.findings import short_site
-from mpiscope.analysis.stats import ENV_CALLS, RMA_GET_CALLS, RMA_PUT_CALLS, Stats
+from mpiscope.analysis.stats import RMA_GET_CALLS, RMA_PUT_CALLS, Stats
 from mpiscope.capture.run import program_of
 from mpiscope.errors import UsageError
 from mpiscope.mpi.find import implementation_of
 from mpiscope.report.bcast import bcast_section
 from mpiscope.report.source import FAMILIES, Vocab
-from mpiscope.trace import Trace
+from mpiscope.trace import ENV_CALLS, Trace
 from mpiscope.trace.placement import oversubscribed, oversubscribed_sentence
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ import polars as pl
 from mpiscope.analysis.waitstates import collective_variants
 from mpiscope.errors import UsageError
 from mpiscope.roofline.model import Machine, Network, attainable, classify, what_if
-from mpiscope.trace import Trace
+from mpiscope.trace import FINALIZE_CALLS, INIT_CALLS, Trace
 
 SCHEMA = "mpiscope.roofline/1"
 # Collectives whose bytes hold a block for every member, the rank's own among them (an alltoall's, a
@@ -28,8 +28,6 @@ SCHEMA = "mpiscope.roofline/1"
 # alltoalls counted all 33.6 MB as inter-node where 3/4 left the ranks).
 BLOCK_PER_MEMBER = sorted(collective_variants("MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Scatter",
                                              "MPI_Scatterv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"))
-INIT = ["MPI_Init", "MPI_Init_thread", "MPI_Session_init"]
-FINALIZE = ["MPI_Finalize", "MPI_Session_finalize"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,8 @@ def measure_traffic(trace: Trace, ranks_as_nodes: bool = False) -> Traffic:
               .group_by(pl.col("rank").cast(pl.Int32), "comm",
                         pl.col("call").cast(pl.Utf8).is_in(BLOCK_PER_MEMBER).alias("blocks"))
               .agg(pl.col("bytes").cast(pl.Float64).sum()))
-    bounds_q = ev.select(pl.col("t_leave_ns").filter(is_call(INIT)).min().alias("init"),
-                         pl.col("t_enter_ns").filter(is_call(FINALIZE)).max().alias("finalize"),
+    bounds_q = ev.select(pl.col("t_leave_ns").filter(is_call(list(INIT_CALLS))).min().alias("init"),
+                         pl.col("t_enter_ns").filter(is_call(list(FINALIZE_CALLS))).max().alias("finalize"),
                          pl.col("t_enter_ns").min().alias("first"), pl.col("t_leave_ns").max().alias("last"))
     pairs, coll_sums, bounds = pl.collect_all([pairs_q, coll_q, bounds_q], engine="streaming")
     msg = (pairs.join(node_df.rename({"rank": "src", "node": "src_node"}), on="src", how="left")

@@ -26,7 +26,7 @@ import polars as pl
 from mpiscope.errors import SimError
 from mpiscope.machine import require_memory
 from mpiscope.mapping.patterns import Pattern
-from mpiscope.trace import FILE_IO_PREFIX, START_CALLS, Trace, file_io_waits, no_calls
+from mpiscope.trace import FILE_IO_PREFIX, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_waits, no_calls
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
 MAX_COMMS = 4096          # MAX_COMMS in replay.cpp
@@ -218,7 +218,7 @@ def _one_thread_per_rank(ev: pl.DataFrame, trace: Trace) -> None:
     sequence, so one thread's blocking receive would wait for a send its other thread makes after
     it (osu_latency_mt: SimGrid's deadlock detector stopped the replay). Threads that took turns
     (MPI_THREAD_SERIALIZED, FUNNELED) replay as the sequence they made."""
-    calls = ev.filter(~pl.col("call").is_in(["MPI_Init", "MPI_Init_thread", "MPI_Finalize"]))
+    calls = ev.filter(~pl.col("call").is_in([*INIT_CALLS, *FINALIZE_CALLS]))
     overlapping = (calls.sort("rank", "t_enter_ns")
                    .with_columns(before=pl.col("t_leave_ns").cum_max().shift(1).over("rank"))
                    .filter(pl.col("thread").n_unique().over("rank") > 1, pl.col("t_enter_ns") < pl.col("before"))

@@ -22,6 +22,12 @@ TABLES = ("events", "messages", "collectives", "comms")
 # The calls that start persistent requests. One that starts a persistent collective is that rank's
 # part in its instance (coll_id), named in collectives.parquet by its *_init call.
 START_CALLS = ("MPI_Start", "MPI_Startall")
+# The calls that start and end a process's MPI, the world model's and the sessions' (a sessions program's
+# MPI_Session_init counted as MPI time: "communication-bound, mostly in MPI_Session_init"), and with
+# MPI_Pcontrol those whose time is neither computation nor communication.
+INIT_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Session_init")
+FINALIZE_CALLS = ("MPI_Finalize", "MPI_Session_finalize")
+ENV_CALLS = (*INIT_CALLS, *FINALIZE_CALLS, "MPI_Pcontrol")
 # MPI-IO: every function of the standard's chapter 14 and no other is named so. Their time is file
 # I/O, neither computation nor communication.
 FILE_IO_PREFIX = "MPI_File_"

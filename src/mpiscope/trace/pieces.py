@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from mpiscope.machine import small_pages
+from mpiscope.trace import FINALIZE_CALLS
 from mpiscope.trace.clocks import RankClock
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.damaged import Window, gap_windows
@@ -128,7 +129,7 @@ def stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
     """The call each rank (thread) was inside when its recording ended."""
     idx = np.flatnonzero((rec.t_leave < 0) & (rec.call >= FIRST_TABLE_ID))
     return {f"{rec.rank[i]}.{rec.thread[i]}": calls.names[rec.call[i]] for i in idx
-            if calls.names[rec.call[i]] not in ("MPI_Finalize", "MPI_Session_finalize")}
+            if calls.names[rec.call[i]] not in FINALIZE_CALLS}
 
 
 def bucket_of(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, buckets: int) -> np.ndarray:

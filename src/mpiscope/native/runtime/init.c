@@ -122,10 +122,21 @@ static int open_trace(int rank, int size)
 }
 
 /* Is this process to be recorded (MPISCOPE_DIR set) and not yet recording? */
+/* The recording ended (MPI_Finalize, or the first session's finalize): a session started after it is
+ * not recorded. Beginning again opened the rank file anew ("File exists") and clock-synced into its
+ * sealed header, and the merge refused every rank: the first session's events were lost too. */
+static int recording_ended;
+
 int msc_wants_recording(void)
 {
     const char *dir = getenv("MPISCOPE_DIR");
     if (!dir || !*dir || msc_tracking) return 0;
+    if (recording_ended) {
+        if (msc_world_rank_self == 0)
+            msc_warn("a session started after the recording ended (the first session's MPI_Session_finalize) "
+                     "is not recorded", "", 0);
+        return 0;
+    }
     snprintf(trace_dir, sizeof trace_dir, "%s", dir);
     return 1;
 }
@@ -293,6 +304,7 @@ void msc_finished(struct msc_rec *r)
     }
     if (msc_tracking) {
         msc_tracking = 0;
+        recording_ended = 1;
         msc_stop(MSC_STATE_FINISHED, 0);
         msc_release_unused();
     }
