@@ -347,6 +347,11 @@ def test_mpi4_persistent_collectives_and_partitioned_messages(run_traced, any_mp
     # the local partition calls name the started instance of their request
     ready, ranged = by_call(ev, "MPI_Pready"), by_call(ev, "MPI_Pready_range")
     assert ready.height == 4 * N and ranged.height == N and by_call(ev, "MPI_Parrived").height >= N
+    # a loop of MPI_Parrived that found nothing is one row, counting its calls, as a loop of MPI_Test is:
+    # per rank and start at most that row and the call that found the partition
+    arrived = by_call(ev, "MPI_Parrived")
+    assert arrived.group_by("rank").len()["len"].max() <= 2 * 2, arrived.group_by("rank").len()
+    assert arrived["count"].sum() >= arrived.height
     starts = ev.filter(pl.col("call").cast(pl.Utf8) == "MPI_Startall").select("rank", "event")
     assert ready["request"].is_not_null().all() and ranged["request"].is_not_null().all()
     assert ready.group_by("rank", "request").len()["len"].to_list() == [4] * N

@@ -111,8 +111,10 @@ SENDS_ONLY = frozenset({"MPI_Send", "MPI_Send_c", "MPI_Isend", "MPI_Isend_c"})
 # Calls whose time is waiting for other ranks that no pattern here attributes: a polling loop waits
 # for what it tests; post/start/complete/wait and lock acquisition wait for the other side of an
 # epoch. Their time is not "busy" (diagnose's communication-bound finding leaves it out).
-POLLING = frozenset({"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "MPI_Iprobe", "MPI_Improbe"})
-PROBES = frozenset({"MPI_Iprobe", "MPI_Improbe"})
+POLLING = frozenset({"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "MPI_Iprobe", "MPI_Improbe",
+                     "MPI_Parrived"})
+# polls whose success is followed by the call that completes the message (a receive, a wait)
+PROBES = frozenset({"MPI_Iprobe", "MPI_Improbe", "MPI_Parrived"})
 # Flushes and unlocks count too: they return once the target has carried out the epoch's operations,
 # which needs its progress (and MPICH grants a contended lock only then): a sweep's IMB-RMA spent
 # 6.1 s in MPI_Win_flush while its targets sat in a barrier, and the run read as communication-bound.

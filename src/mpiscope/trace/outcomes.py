@@ -5,7 +5,7 @@ sub-records the recorder writes after a call (format 6 on, issue 23):
   event, but is no message and no part of a collective instance (the merge leaves it out of
   matching and grouping: a failed MPI_Bsend sent nothing).
 * sub:count after the record of a polling loop's unsuccessful calls (MPI_Test, MPI_Testany,
-  MPI_Testsome, MPI_Testall, MPI_Iprobe, MPI_Improbe in a row from one call site, completing
+  MPI_Testsome, MPI_Testall, MPI_Iprobe, MPI_Improbe, MPI_Parrived in a row from one call site, completing
   nothing): `bytes` calls, `callsite` ticks spent inside them. The record spans the first
   entry to the last exit; `inside_ns` says how much of that was inside MPI. Where 2 to 4 polls
   of different call sites took turns, each has its record and sub:count, and their spans

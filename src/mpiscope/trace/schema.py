@@ -31,7 +31,7 @@ EVENTS = {
     "coll_id": "collective instance (collectives.parquet) of a collective call",
     "callsite": "caller of the MPI function: function (file:line), or module+offset",
     "count": "calls the row stands for: 1, or the unsuccessful calls of a polling loop (MPI_Test, MPI_Testany, "
-    "MPI_Testsome, MPI_Testall, MPI_Iprobe, MPI_Improbe from one call site in a row) folded into one row that "
+    "MPI_Testsome, MPI_Testall, MPI_Iprobe, MPI_Improbe, MPI_Parrived from one call site in a row) folded into one row that "
     "spans from the first entry to the last exit",
     "inside_ns": "for a folded polling loop: the time spent inside its calls; null for other rows "
     "(t_leave_ns - t_enter_ns)",

@@ -272,6 +272,7 @@ def outcome(entry: dict) -> list[str]:
     Fortran wrappers both end so (the Fortran ones did not: a failed Fortran send was a message, and a
     Fortran MPI_Iprobe loop left a record per call, 1.5 million for NPB's 2 ms wait)."""
     lines = ["if (MSC_UNLIKELY(rc != MPI_SUCCESS)) msc_emit_rc(r, rc);"]
-    if "flag" in entry:
-        lines.append(f"else if (!*{entry['flag']}) msc_poll_missed(r);")
+    flag = entry.get("flag") or entry.get("polls")  # polls: a flag that is no message found (MPI_Parrived)
+    if flag:
+        lines.append(f"else if (!*{flag}) msc_poll_missed(r);")
     return lines
