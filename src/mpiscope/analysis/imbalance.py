@@ -24,7 +24,7 @@ most listed one by one (`worst_phases`) and the totals of the whole run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,8 +185,11 @@ def phases_of(f: Frames, times: pl.DataFrame | None = None) -> Imbalance:
     return Imbalance(f.ranks, phases, run_compute)
 
 
-def _tail(f: Frames, sync_event: npt.NDArray[np.int64], sync_rank: npt.NDArray[np.int64],
-          computed: Any) -> tuple[int, int, npt.NDArray[np.int64], str] | None:
+I64 = npt.NDArray[np.int64]
+
+
+def _tail(f: Frames, sync_event: I64, sync_rank: I64,
+          computed: Callable[[I64, I64, I64], tuple[I64, I64]]) -> tuple[int, int, I64, str] | None:
     """(start, end, computation per rank) of the phase from each rank's last sync event (or its start)
     to its MPI_Finalize (MPI_Session_finalize), where every rank called it once and one computed
     TAIL_MIN_NS; and that call's name."""
