@@ -22,6 +22,7 @@ import polars as pl
 from mpiscope.analysis.hotspots import HotSpot
 from mpiscope.analysis.imbalance import ALONE_SHARE, Imbalance, done_alone
 from mpiscope.analysis.waitstates import BARRIER, BROADCAST, COMM_CREATE, NXN, REDUCE, WINDOW_NXN, waited_by_rank
+from mpiscope.trace import ONE_SIDED_GETS, ONE_SIDED_PUTS
 from mpiscope.trace.placement import Crowded
 from mpiscope.units import scaled
 
@@ -333,11 +334,6 @@ def hot_spot_findings(spots: list[HotSpot], caused_ns: dict[int, int], floor_s: 
     return out
 
 
-ONE_SIDED_TRANSFERS = frozenset({"MPI_Put", "MPI_Rput", "MPI_Get", "MPI_Rget", "MPI_Accumulate", "MPI_Raccumulate",
-                                 "MPI_Get_accumulate", "MPI_Rget_accumulate", "MPI_Fetch_and_op",
-                                 "MPI_Compare_and_swap"})
-
-
 def _busy_cure(calls: Sequence[tuple[str, int]]) -> str:
     """What cuts the busy time of the call that took most of it: fewer, larger messages for
     point-to-point; fewer, combined collectives; communicators and windows made once (a run whose
@@ -348,7 +344,7 @@ def _busy_cure(calls: Sequence[tuple[str, int]]) -> str:
     if top.startswith("MPI_Win_"):  # fences, locks, flushes: a program of one window was told to create it once
         return ("synchronise the windows less often: one fence or flush per step of transfers, not per transfer, "
                 "and passive target (MPI_Win_lock_all, MPI_Win_flush) where not every rank need take part")
-    if top in ONE_SIDED_TRANSFERS:
+    if top in ONE_SIDED_PUTS + ONE_SIDED_GETS:
         return "move fewer, larger one-sided transfers (a derived datatype for strided data, not one call per piece)"
     if top in NXN | BROADCAST | REDUCE | BARRIER:
         return "call collectives less often and combine them (one reduction of several values, not several)"

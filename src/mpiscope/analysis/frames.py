@@ -17,9 +17,8 @@ import polars as pl
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.errors import TraceCorrupt
 from mpiscope.machine import require_memory
-from mpiscope.trace import ENV_CALLS, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_calls, file_io_waits, unreadable
-
-# Not communication: stats.py leaves them out of the time in MPI too.
+from mpiscope.trace import (ENV_CALLS, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_calls, file_io_waits,
+                            unreadable)
 
 EVENT_COLUMNS = ("event", "rank", "call", "t_enter_ns", "t_leave_ns", "completed_by", "coll_id", "root",
                  "callsite", "inside_ns")

@@ -20,15 +20,14 @@ import polars as pl
 
 from mpiscope.analysis.busy import union_by_rank
 from mpiscope.analysis.findings import fmt_s
-from mpiscope.trace import ENV_CALLS, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_calls, file_io_waits
+from mpiscope.trace import (ENV_CALLS, FINALIZE_CALLS, INIT_CALLS, ONE_SIDED_GETS, ONE_SIDED_PUTS, START_CALLS, Trace,
+                            file_io_calls, file_io_waits)
 from mpiscope.trace.placement import oversubscribed
 
 # One-sided operations by the way their origin's data goes (a call's `bytes` is its origin buffer):
 # to the target (puts, accumulates, atomics), or from it (gets).
-_ONE_SIDED_PUT = ("MPI_Put", "MPI_Rput", "MPI_Accumulate", "MPI_Raccumulate", "MPI_Get_accumulate",
-                  "MPI_Rget_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap")
-RMA_PUT_CALLS = [*_ONE_SIDED_PUT, *(n + "_c" for n in _ONE_SIDED_PUT)]
-RMA_GET_CALLS = ["MPI_Get", "MPI_Rget", "MPI_Get_c", "MPI_Rget_c"]
+RMA_PUT_CALLS = [*ONE_SIDED_PUTS, *(n + "_c" for n in ONE_SIDED_PUTS)]
+RMA_GET_CALLS = [*ONE_SIDED_GETS, *(n + "_c" for n in ONE_SIDED_GETS)]
 # Receives whose row holds the buffer as posted (events.parquet's `bytes`), not the message that
 # arrived, which the completing call's row holds: Quicksilver posted 123 GiB of MPI_Irecv buffers
 # for 8.78 GiB of messages.

@@ -17,7 +17,7 @@ from typing import Any
 from mpiscope import __version__, output
 from mpiscope.capture.run import linked_libmpi, record_with
 from mpiscope.errors import MpiscopeError, UsageError
-from mpiscope.mpi.build import rebuild
+from mpiscope.mpi.build import compile_program, rebuild
 from mpiscope.mpi.find import built_against, find_launcher, find_mpicc, launcher_mpi, lib_dir
 
 
@@ -92,14 +92,12 @@ def diagnose() -> dict[str, Any]:
 def _libmpi_of_compiler(mpicc: str) -> str | None:
     """The libmpi a program compiled by `mpicc` loads; None where it does not compile one."""
     with tempfile.TemporaryDirectory(prefix="mpiscope-doctor-") as tmp:
-        source, program = Path(tmp) / "hello.c", Path(tmp) / "hello"
+        source = Path(tmp) / "hello.c"
         source.write_text("#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); return MPI_Finalize(); }\n")
         try:
-            done = subprocess.run([mpicc, str(source), "-o", str(program)], capture_output=True, timeout=120,
-                                  check=False)
-        except (OSError, subprocess.TimeoutExpired):
+            return linked_libmpi(str(compile_program(source, mpicc=mpicc, out_dir=Path(tmp))))
+        except (UsageError, OSError):
             return None
-        return linked_libmpi(str(program)) if done.returncode == 0 else None
 
 
 def run(args: argparse.Namespace) -> int:

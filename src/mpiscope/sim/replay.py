@@ -26,7 +26,8 @@ import polars as pl
 from mpiscope.errors import SimError
 from mpiscope.machine import require_memory
 from mpiscope.mapping.patterns import Pattern
-from mpiscope.trace import FILE_IO_PREFIX, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_waits, no_calls
+from mpiscope.trace import (FILE_IO_PREFIX, FINALIZE_CALLS, INIT_CALLS, START_CALLS, Trace, file_io_waits,
+                            no_calls)
 
 MAX_TAG = 32768           # the MPI standard's smallest allowed MPI_TAG_UB
 MAX_COMMS = 4096          # MAX_COMMS in replay.cpp

@@ -28,6 +28,10 @@ START_CALLS = ("MPI_Start", "MPI_Startall")
 INIT_CALLS = ("MPI_Init", "MPI_Init_thread", "MPI_Session_init")
 FINALIZE_CALLS = ("MPI_Finalize", "MPI_Session_finalize")
 ENV_CALLS = (*INIT_CALLS, *FINALIZE_CALLS, "MPI_Pcontrol")
+# One-sided transfers by the way their bytes go: origin to target (puts, accumulates, atomics), target to origin.
+ONE_SIDED_PUTS = ("MPI_Put", "MPI_Rput", "MPI_Accumulate", "MPI_Raccumulate", "MPI_Get_accumulate",
+                  "MPI_Rget_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap")
+ONE_SIDED_GETS = ("MPI_Get", "MPI_Rget")
 # MPI-IO: every function of the standard's chapter 14 and no other is named so. Their time is file
 # I/O, neither computation nor communication.
 FILE_IO_PREFIX = "MPI_File_"

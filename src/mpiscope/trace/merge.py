@@ -234,7 +234,8 @@ def _processes(budget: int, largest: int, asked: int) -> int:
 
 
 def _file_warnings(trace_dir: Path, files: list[RankFile], missing: dict[int, str]) -> list[str]:
-    warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir) + _untracked(files)
+    warnings = [w for f in files for w in f.warnings] + _unfinished(files) + _spawned(trace_dir) + \
+        _untracked(files)
     return warnings + [f"rank {r}: not merged, {reason}" for r, reason in missing.items()]
 
 
@@ -246,8 +247,8 @@ def _untracked(files: list[RankFile]) -> list[str]:
     if not lost:
         return []
     ranks = ", ".join(f"{r} ({n:,})" for r, n in sorted(lost.items())[:8]) + (", ..." if len(lost) > 8 else "")
-    return [f"rank{'s' if len(lost) > 1 else ''} {ranks}: objects the recorder could not track (over 65,534 "
-            f"communicators and windows made in the run, over 1,024 threads in MPI, or a full request table); "
+    return [f"rank{'s' if len(lost) > 1 else ''} {ranks}: objects the recorder could not track (over "
+            f"{R.COMM_UNKNOWN - 1:,} communicators and windows made in the run, over 1,024 threads in MPI, or a full request table); "
             f"calls on them have no communicator, peer or request, so their messages and collectives may be "
             f"unmatched or matched with others"]
 

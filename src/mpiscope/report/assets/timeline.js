@@ -86,11 +86,11 @@ MS.Timeline = class {
     const dpr = window.devicePixelRatio || 1, T = MS.TL;
     const cssW = Math.max(320, this.host.clientWidth);
     const rowsCss = Math.max(Math.min(120, this.ranks * 40), Math.min(560, this.ranks * 22));
-    const whole = MS.rankLayout(this.ranks, Math.round(rowsCss * dpr), Math.round(40 * dpr));
+    const threads = this.data.threads || null;
+    const whole = MS.rankLayout(this.ranks, Math.round(rowsCss * dpr), Math.round(40 * dpr), 0, threads);
     // A range of ranks in view shares the whole run's height among its rows: the page does not move.
-    const count = this.r1 - this.r0, threads = this.data.threads || null;
-    const layout = count < this.ranks ? MS.rankLayout(count, whole.height, whole.height, this.r0, threads)
-      : MS.rankLayout(this.ranks, Math.round(rowsCss * dpr), Math.round(40 * dpr), 0, threads);
+    const count = this.r1 - this.r0;
+    const layout = count < this.ranks ? MS.rankLayout(count, whole.height, whole.height, this.r0, threads) : whole;
     const cssH = T.AXIS + whole.height / dpr + T.PAD_B;
     if (!ranksChanged && this.g && this.g.cssW === cssW && this.g.dpr === dpr && this.g.layout.height === layout.height) return false;
     const x0 = Math.round(T.GUTTER * dpr), cols = Math.max(16, Math.round((cssW - T.GUTTER - T.PAD_R) * dpr));
