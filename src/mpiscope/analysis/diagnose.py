@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from mpiscope.analysis.critical import CriticalPath, critical_path
+from mpiscope.analysis.hang import hang_finding
 from mpiscope.analysis.findings import (
     FileIo,
     Finding,
@@ -107,7 +108,9 @@ def diagnose(trace: Trace, eager_limit: int | None = None) -> Diagnosis:
             notes.append(f"eager limit {eager_limit:,} B assumed, {mpi}'s on one host: the trace's sends do not show "
                          f"one (--eager-limit sets it)")
     d = diagnose_frames(f, eager_limit, hosts, crowded)
-    return replace(d, notes=notes + d.notes, ended_early=ended_early(trace, f))
+    hung = hang_finding(trace)  # a stopped run's blocked ranks come before what the run did until then
+    return replace(d, notes=notes + d.notes, ended_early=ended_early(trace, f),
+                   findings=[hung, *d.findings] if hung else d.findings)
 
 
 # Where a trace's sends show no eager limit, that of the MPI's shared-memory transport for a run on one

@@ -31,6 +31,12 @@ class RankClock:
     offset_at_ns: float
     drift: float          # d(offset)/d(local ns)
 
+    def global_ns(self, local_ns: int) -> int:
+        """A time of this rank's CLOCK_MONOTONIC (a header's ns_end) on rank 0's clock: step 2, as
+        the column kernel does it for the records."""
+        offset = self.offset_ns + (local_ns - self.offset_at_ns) * self.drift if self.drift else self.offset_ns
+        return local_ns - round(offset)
+
     def to_dict(self) -> dict[str, float]:
         return {"rank": self.rank, "ns_per_tick": self.ns_per_tick, "offset_ns": self.offset_ns,
                 "drift_ppm": self.drift * 1e6}

@@ -30,7 +30,7 @@ from mpiscope.trace import record as R
 from mpiscope.trace.bcast import bcast_swaps
 from mpiscope.trace.bounded import SPILL, merge_in_pieces, plan, raw_records, remove_raw
 from mpiscope.trace.buckets import lost_sentence, refused_sentence
-from mpiscope.trace.clocks import ShiftBounds, causality_shifts, clock_problem, rank_clocks, shift_bounds
+from mpiscope.trace.clocks import RankClock, ShiftBounds, causality_shifts, clock_problem, rank_clocks, shift_bounds
 from mpiscope.trace.columns import CallTable, Records, build_records, comm_table
 from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
 from mpiscope.trace.match import P2P, p2p_sides, reorder_threads
@@ -343,6 +343,7 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
         "truncated_ranks": [f.rank for f in files if f.cut_off],
         "unfinished_calls": stuck,
+        "ended_ns": _ended(files, clocks, shifts),
         "hosts": {str(f.rank): f.header["hostname"].decode(errors="replace") for f in files},
         "placement": placement({f.rank: f.header for f in files}),
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
@@ -359,6 +360,18 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
         "merge": how,
     })
     write_manifest(trace_dir, manifest)
+
+
+def _ended(files: list[RankFile], clocks: dict[int, RankClock], shifts: np.ndarray) -> dict[str, int]:
+    """When each rank that did not finish was stopped (a fatal signal, MPI_Abort), on the trace's
+    clock: a call it was inside lasted until then, which its record (no exit) cannot say. A rank
+    killed by SIGKILL has no such time."""
+    ended = {}
+    for f in files:
+        ns = int(f.header["ns_end"])
+        if f.cut_off and ns and int(f.header["tick_end"]):
+            ended[str(f.rank)] = clocks[f.rank].global_ns(ns) + (int(shifts[f.rank]) if f.rank < shifts.size else 0)
+    return ended
 
 
 def _read_ranks(trace_dir: Path, calls: CallTable,

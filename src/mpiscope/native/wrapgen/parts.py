@@ -144,6 +144,10 @@ def parts(entry: dict, large: bool = False) -> Parts:
     pre: list[str] = []
     post: list[str] = []
     after: list[str] = []
+    # A blocking point-to-point call writes the envelope it was asked for at entry: a rank killed
+    # inside it (a deadlock ended by a time limit) still shows whom it was waiting for. The
+    # communicator's id is looked up either way; this only does it before the call.
+    at_entry = family == "p2p" and "peer" in entry and "request" not in entry and "flag" not in entry
     if handle:
         if sequenced or free or pcoll or "newcomm" in entry:
             # Communicator bookkeeping goes on while recording is paused, so
@@ -155,9 +159,11 @@ def parts(entry: dict, large: bool = False) -> Parts:
                 pre.append("if (r) { r->comm = c; r->tag = seq; }")
             if free:
                 pre.append(f"if (msc_tracking) msc_{free}_forget(*{handle});")
+        elif at_entry:
+            pre.append(f"uint16_t c = r ? {lookup}({handle}) : MSC_COMM_UNKNOWN;")
         else:
             post.append(f"uint16_t c = {lookup}({handle});")
-        if not sequenced:
+        if not sequenced and not at_entry:
             post.append("r->comm = c;")
     elif "message_ref" in entry or "cancels" in entry or "request_of" in entry:
         # The communicator comes from the message or request table.
@@ -192,10 +198,15 @@ def parts(entry: dict, large: bool = False) -> Parts:
     rexpr = conditional(entry, call, "recv_bytes") if collective else None
     if "bytes" in entry and rexpr == expr:
         rexpr = None  # receives what it sends (an allreduce): the merge's default, no work here
-    # A receive's post-call work is on the critical path of the reply it
-    # sends next, so the asked-for envelope is only worked out when no
+    # Otherwise a receive's post-call work is on the critical path of the reply
+    # it sends next, so the asked-for envelope is only worked out when no
     # status replaces it.
-    if "flag" in entry:
+    if at_entry:
+        known = ["r->comm = c;"] + asked + ([f"r->bytes = {expr};"] if "bytes" in entry else [])
+        pre.append("if (r) {\n        " + "\n        ".join(known) + "\n    }")
+        if "status" in entry:  # the status has the bytes that came; the count only bounds them
+            post.append("if (rc == MPI_SUCCESS) msc_status_envelope(r, c, st);")
+    elif "flag" in entry:
         post.append(f"if (rc != MPI_SUCCESS || !*{entry['flag']}) msc_no_message(r);")
         post.append("else msc_status_envelope(r, c, st);")
     elif "status" in entry:  # the status has the bytes that came; the count only bounds them
@@ -204,7 +215,7 @@ def parts(entry: dict, large: bool = False) -> Parts:
         post.append("else {\n            " + "\n            ".join(failed) + "\n        }")
     else:
         post.extend(asked)
-    if "bytes" in entry and "status" not in entry:
+    if "bytes" in entry and "status" not in entry and not at_entry:
         post.append(f"r->bytes = {expr};")
     if "message" in entry:
         cond = f"*{entry['flag']} && " if "flag" in entry else ""

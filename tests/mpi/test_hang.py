@@ -1,0 +1,94 @@
+"""A run stopped by a signal while its ranks were blocked (a time limit, Ctrl-C): the recorder keeps a
+blocking call's envelope from its entry, the merge the time each rank was stopped, and the diagnosis
+says what each rank waited for and whether they waited for each other (analysis/hang.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from tests.conftest import MPICH, mpiscope_cli
+
+from mpiscope.mpi.build import compile_program
+from mpiscope.trace import open_trace
+
+PROGRAM = Path(__file__).parent / "programs" / "hang.c"
+BLOCKED_S = 2.5  # how long the ranks are left blocked before the signal (HUNG_NS is 1 s)
+
+
+def stopped_run(tmp_path: Path, mode: str) -> tuple[Path, dict]:
+    """Record hang.c MODE on 3 ranks, stop it BLOCKED_S after it said "ready" with SIGINT to its
+    process group (as Ctrl-C in a terminal, or `timeout -s INT`, does), and return the trace and its
+    diagnosis as JSON."""
+    prog = compile_program(PROGRAM, mpicc=str(MPICH.mpicc), out_dir=tmp_path / "bin")
+    out = tmp_path / mode
+    run = subprocess.Popen([sys.executable, "-m", "mpiscope", "run", "--out", str(out), "--",
+                            *MPICH.launch(3), str(prog), mode],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=MPICH.environ(),
+                           start_new_session=True)
+    assert run.stdout is not None
+    deadline = time.monotonic() + 120
+    while "ready" not in run.stdout.readline():
+        assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.stderr else ""
+    time.sleep(BLOCKED_S)
+    os.killpg(run.pid, signal.SIGINT)
+    _, err = run.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    done = mpiscope_cli(["diagnose", str(out), "--json", "-"])
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return out, json.loads(done.stdout)
+
+
+@pytest.mark.mpi(ranks=3)
+def test_receive_never_sent_is_a_deadlock_with_its_envelope(tmp_path):
+    out, d = stopped_run(tmp_path, "recv")
+    t = open_trace(out)
+    # the envelope was written when MPI_Recv was entered: whom rank 1 waited for is in the trace
+    recv = t.events().filter((pl.col("rank") == 1) & pl.col("t_leave_ns").is_null()).collect()
+    assert recv["call"].to_list() == ["MPI_Recv"]
+    assert (recv["peer"][0], recv["tag"][0], recv["bytes"][0], recv["comm"][0]) == (0, 7, 4, 0)
+    ended = t.manifest["ended_ns"]
+    assert int(ended["1"]) - recv["t_enter_ns"][0] >= BLOCKED_S * 1e9 * 0.9
+    first = d["findings"][0]
+    assert first["kind"] == "deadlock", first
+    assert first["cycle"] == [1, 0, 1] and first["ranks"] == [0, 1]
+    blocked = {b["rank"]: b for b in first["blocked"]}
+    assert blocked[1]["call"] == "MPI_Recv" and blocked[1]["waits_for"] == [0]
+    assert blocked[0]["call"] == "MPI_Barrier" and blocked[0]["waits_for"] == [1]
+    assert blocked[1]["waited_ns"] >= BLOCKED_S * 1e9 * 0.9
+    assert "for a message from rank 0 (tag 7)" in first["text"], first["text"]
+    assert first["suggestion"].startswith("rank 0 never sent what rank 1 receives in MPI_Recv at main (hang.c:")
+
+
+@pytest.mark.mpi(ranks=3)
+def test_two_ranks_sending_to_each_other_first_are_a_deadlock(tmp_path):
+    _, d = stopped_run(tmp_path, "sends")
+    first = d["findings"][0]
+    assert first["kind"] == "deadlock" and first["cycle"] == [0, 1, 0], first
+    assert {b["rank"]: b["call"] for b in first["blocked"]} == {0: "MPI_Send", 1: "MPI_Send", 2: "MPI_Barrier"}
+    assert "MPI_Sendrecv" in first["suggestion"] and "MPI_Irecv" in first["suggestion"]
+
+
+@pytest.mark.mpi(ranks=3)
+def test_ranks_waiting_for_a_rank_outside_mpi_are_a_hang_not_a_deadlock(tmp_path):
+    _, d = stopped_run(tmp_path, "outside")
+    first = d["findings"][0]
+    assert first["kind"] == "hang", first
+    assert first["cycle"] == [] and 2 in first["outside_mpi"]
+    assert all(b["waits_for"] == [2] and b["call"] == "MPI_Allreduce" for b in first["blocked"]), first["blocked"]
+    assert "rank 2 was outside MPI for the last" in first["text"], first["text"]
+    assert first["suggestion"].startswith("find what rank 2 did after its last MPI call")
+
+
+@pytest.mark.mpi(ranks=3)
+def test_run_stopped_while_it_progressed_has_no_hang(tmp_path):
+    _, d = stopped_run(tmp_path, "progress")
+    assert d["ended_early"].startswith("the run ended early")
+    assert not [f for f in d["findings"] if f["kind"] in ("hang", "deadlock")], d["findings"][:1]
