@@ -37,9 +37,8 @@ import numpy as np
 import polars as pl
 
 from mpiscope import output
-from mpiscope.trace import table_files
+from mpiscope.trace import open_trace, table_files
 from mpiscope.trace.merge import merge_trace
-from mpiscope.trace.storage import decode
 from mpiscope.trace.synthetic import halo_trace
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +63,8 @@ def repeated_trace(base: Path, root: Path, times: int) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((base / "manifest.json").read_text())
     counts = manifest["counts"]
-    ev = decode("events", pl.scan_parquet(table_files(base, "events")))
+    trace = open_trace(base, merge=False)
+    ev = trace.events()
     span = ev.select(pl.col("t_leave_ns").max() - pl.col("t_enter_ns").min()).collect().item() + 1000
     per_rank = ev.group_by("rank").agg(pl.col("event").min().alias("off"), pl.len().alias("cnt")).collect()
 
@@ -83,7 +83,7 @@ def repeated_trace(base: Path, root: Path, times: int) -> Path:
     def copies(
         name: str, ns: list[str], ids: dict[str, str], other: dict[str, int], order: list[str]
     ) -> None:
-        lf = decode(name, pl.scan_parquet(table_files(base, name)))
+        lf = getattr(trace, name)()
         for rank in set(ids.values()):
             lf = with_rank(lf, rank)
         parts = [

@@ -1,6 +1,7 @@
 """Bytes per event of the merged tables (issue 22, "smaller on disk"): today's
 writer (trace/storage.py) beside the writer before issue 22 (storage.write_table_v3,
-the baseline), writing the same frames, beside OTF2's figure
+the baseline), writing the same frames (the new writer as a merge in memory
+writes them: messages' and collectives' times derived from the events), beside OTF2's figure
 for the same trace (`mpiscope export --format otf2`: its directory's bytes).
 
 Examples are recorded with the venv's MPICH through `mpiscope run`, 4 ranks, a
@@ -10,15 +11,18 @@ call pattern of IMB-MPI1's default run (imb_like.c) and of HPCG's multigrid CG
 (hpcg_like.c). Per example and table: bytes per event (the table's bytes over
 the trace's events) with each writer, and in all; "data" leaves out the
 Parquet footers, a fixed ~10 KB per file (the call Enum's names) that small
-examples feel and large traces do not. Each table read back from the new
-files must equal the frame written (else the bench stops).
+examples feel and large traces do not (the new writer stores no Arrow
+schema: ~1 KB). Each table read back from each writer's files with open_trace
+must equal the frame written (else the bench stops).
 
 Then the write time (the merge's longest step is writing the events table):
 merges of a generated trace (synthetic.halo_trace, default 10 M records on 64
 ranks) with each writer, interleaved, in child processes: the merge's wall
-time, and the wall and CPU time of writing its events table; medians and the
-median of the per-pair ratios, and the fastest runs (the machine is shared: compare
-within a run; CPU seconds are the least exposed to other work).
+time, and the wall and CPU time of writing its events table; then what reading
+the merged trace costs (stats' summary, every message with its times, one
+rank's events); medians and the median of the per-pair ratios, and the fastest
+runs (the machine is shared: compare within a run; CPU seconds are the least
+exposed to other work).
 
 Goal (issue 22): <= 4 bytes per event across all tables on HPCG- and IMB-like
 traces; the merge no slower than with the old writer.
@@ -50,7 +54,7 @@ from mpiscope import output
 from mpiscope.mpi.build import compile_program
 from mpiscope.mpi.find import built_against, find_launcher, launcher_env
 from mpiscope.trace import open_trace
-from mpiscope.trace.storage import decode, write_table, write_table_v3
+from mpiscope.trace.storage import with_derived_times, write_table, write_table_v3
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES_DIR = HERE.parent / "src" / "mpiscope" / "examples"
@@ -82,19 +86,29 @@ def record(name: str, out: Path, ranks: int, scale: float, env: dict[str, str]) 
 
 
 def table_sizes(trace: Path, work: Path) -> dict[str, dict[str, int]]:
-    """Per table: rows, and the file and footer bytes of each writer, for the same frame."""
+    """Per table: rows, and the file and footer bytes of each writer, for the same frames (the new
+    writer's messages and collectives derive their times from its events, as a merge in memory
+    writes them)."""
     t = open_trace(trace, merge=False)
+    frames = {name: getattr(t, name)().collect() for name in TABLES}
     sizes = {}
-    for name in TABLES:
-        frame = getattr(t, name)().collect()
-        row: dict[str, int] = {"rows": frame.height}
-        for label, write in (("old", write_table_v3), ("new", write_table)):
-            path = work / f"{label}-{name}.parquet"
-            write(frame, path)
+    for label in ("old", "new"):
+        out = work / f"{label}-{trace.name}"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        shutil.copy(trace / "manifest.json", out / "manifest.json")
+        for name, frame in frames.items():
+            path = out / f"{name}.parquet"
+            if label == "old":
+                write_table_v3(frame, path)
+            else:
+                write_table(with_derived_times(name, frame, frames["events"]), path)
+            row = sizes.setdefault(name, {"rows": frame.height})
             row[f"{label}_bytes"] = path.stat().st_size
             row[f"{label}_footer_bytes"] = pq.ParquetFile(path).metadata.serialized_size + 8
-        assert_frame_equal(decode(name, pl.scan_parquet(work / f"new-{name}.parquet")).collect(), frame)
-        sizes[name] = row
+        written = open_trace(out, merge=False)
+        for name, frame in frames.items():
+            assert_frame_equal(getattr(written, name)().collect(), frame)
     return sizes
 
 
@@ -119,18 +133,38 @@ def timed(df, path):
     real(df, path)
     timings[Path(path).name] = [time.perf_counter() - t0, time.thread_time() - c0]
 storage.write_table = timed  # before the merge modules bind it
-from mpiscope.trace.merge import merge_trace
+import mpiscope.trace.merge as merge
+if sys.argv[2] == "old":  # messages and collectives with their own times
+    merge.with_derived_times = lambda name, df, events: df
 t0 = time.perf_counter()
-merge_trace(Path(sys.argv[1]))
+merge.merge_trace(Path(sys.argv[1]))
 wall, usage = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "tables": timings}))
+"""
+# What reading costs, on the trace just merged: stats' summary (counts and matrices: no derived
+# time), every message with its times (derived from the events), and one rank's events (no longer
+# skipped to at the scan).
+READ = """
+import json, sys, time
+import polars as pl
+from mpiscope.analysis.stats import summarize
+from mpiscope.trace import open_trace
+t = open_trace(sys.argv[1], merge=False)
+out = {}
+for key, work in (("stats_s", lambda: summarize(t)), ("messages_s", lambda: t.messages().collect()),
+                  ("rank_events_s", lambda: t.events().filter(pl.col("rank") == 1).collect())):
+    t0 = time.perf_counter()
+    work()
+    out[key] = time.perf_counter() - t0
+print(json.dumps(out))
 """
 
 
 def merge_once(trace: Path, writer: str) -> dict[str, float]:
     """One merge of trace in a child with `writer` ("old" or "new"): its wall seconds, the CPU
     seconds of the whole child (all threads, from the start of the interpreter), and the wall
-    and CPU seconds of writing its events table."""
+    and CPU seconds of writing its events table; then, in another child, the seconds of READ's
+    reads of it."""
     for name in TABLES:
         (trace / f"{name}.parquet").unlink(missing_ok=True)
         shutil.rmtree(trace / name, ignore_errors=True)
@@ -140,9 +174,14 @@ def merge_once(trace: Path, writer: str) -> dict[str, float]:
         raise SystemExit(f"merge with the {writer} writer failed: {done.stderr.strip()[-500:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     events = [v for k, v in result["tables"].items() if "events" in k]
+    read = subprocess.run([sys.executable, "-c", READ, str(trace)], capture_output=True, text=True, timeout=1800,
+                          check=False)
+    if read.returncode != 0:
+        raise SystemExit(f"reading the trace merged with the {writer} writer failed: {read.stderr.strip()[-500:]}")
     return {"merge_s": result["wall"], "merge_cpu_s": result["cpu"],
             "events_write_s": sum(v[0] for v in events),
-            "events_write_cpu_s": sum(v[1] for v in events)}
+            "events_write_cpu_s": sum(v[1] for v in events),
+            **json.loads(read.stdout.strip().splitlines()[-1])}
 
 
 def write_times(work: Path, ranks: int, records: int, repeat: int) -> dict[str, Any]:
@@ -156,7 +195,7 @@ def write_times(work: Path, ranks: int, records: int, repeat: int) -> dict[str, 
             runs[writer].append(merge_once(trace, writer))
             seconds = runs[writer][-1]["merge_s"]
             output.info(f"  merge {i + 1}/{repeat} with the {writer} writer: {seconds:.2f} s")
-    keys = ("merge_s", "merge_cpu_s", "events_write_s", "events_write_cpu_s")
+    keys = ("merge_s", "merge_cpu_s", "events_write_s", "events_write_cpu_s", "stats_s", "messages_s", "rank_events_s")
     return {
         "ranks": ranks, "records": made, "runs": runs,
         "median": {w: {k: statistics.median(r[k] for r in rs) for k in keys} for w, rs in runs.items()},
@@ -210,7 +249,9 @@ def show_times(w: dict[str, Any]) -> None:
                    f"{low['old'][k]:.3f}", f"{low['new'][k]:.3f}", f"{low['new'][k] / low['old'][k]:.3f}"]
                   for label, k in (("merge, wall", "merge_s"), ("merge, CPU", "merge_cpu_s"),
                                    ("events table write, wall", "events_write_s"),
-                                   ("events table write, CPU", "events_write_cpu_s"))])
+                                   ("events table write, CPU", "events_write_cpu_s"),
+                                   ("stats' summary, wall", "stats_s"), ("all messages, wall", "messages_s"),
+                                   ("one rank's events, wall", "rank_events_s"))])
 
 
 def main() -> int:

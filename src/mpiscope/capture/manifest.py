@@ -10,9 +10,9 @@ from mpiscope.errors import TraceCorrupt, TraceNotFound
 from mpiscope.output import write_atomic
 
 NAME = "manifest.json"
-SCHEMA = "mpiscope.trace/4"  # trace/schema.py says what each version's tables hold
+SCHEMA = "mpiscope.trace/5"  # trace/schema.py says what each version's tables hold
 # /1: no recv_bytes columns, /2: no count, inside_ns, rc; open_trace adds them
-READABLE = ("mpiscope.trace/1", "mpiscope.trace/2", "mpiscope.trace/3", SCHEMA)
+READABLE = ("mpiscope.trace/1", "mpiscope.trace/2", "mpiscope.trace/3", "mpiscope.trace/4", SCHEMA)
 
 
 def manifest_path(trace_dir: Path) -> Path:

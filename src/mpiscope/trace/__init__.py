@@ -16,7 +16,8 @@ import polars as pl
 
 from mpiscope.capture.manifest import read_manifest
 from mpiscope.errors import TraceCorrupt
-from mpiscope.trace.storage import decode
+from mpiscope.trace.columns import CallTable
+from mpiscope.trace.storage import DERIVED, ENTRY_GAP, decode, derived_scan
 
 TABLES = ("events", "messages", "collectives", "comms")
 # The calls that start persistent requests. One that starts a persistent collective is that rank's
@@ -101,8 +102,16 @@ class Trace:
         if not files:
             raise TraceCorrupt(f"{self.path / name}.parquet is missing; merge the trace again: "
                                f"mpiscope merge {self.path}")
+        calls = CallTable.from_manifest(self.manifest["calls"]).enum() if self.manifest.get("calls") else None
         try:
-            return decode(name, pl.scan_parquet(files))
+            whole = pl.scan_parquet(files)
+            if name != "events" or len(files) == 1 or ENTRY_GAP not in whole.collect_schema().names():
+                stored = decode(name, whole, calls)
+            else:  # each part's entries add up from its own first row
+                stored = pl.concat([decode(name, pl.scan_parquet(f), calls) for f in files])
+            if any(DERIVED in c for c in stored.collect_schema().names()):
+                return derived_scan(name, stored, self.events)
+            return stored
         except (pl.exceptions.PolarsError, OSError) as e:
             raise unreadable(self.path, name, e) from e
 

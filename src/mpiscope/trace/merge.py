@@ -40,7 +40,7 @@ from mpiscope.trace.placement import placement
 from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
 from mpiscope.trace.received import add_completed_bytes, add_recv_bytes, overclaimed, take_back
 from mpiscope.trace.requests import StartLinks, link_starts
-from mpiscope.trace.storage import write_one, writers
+from mpiscope.trace.storage import with_derived_times, write_one, writers
 from mpiscope.trace.tables import (
     Rows,
     collective_ids,
@@ -310,7 +310,7 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
         colls = collectives_table([(rows, coll_id), (starts, start_id)], comms, calls)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
-            write_one(trace_dir, name, df)
+            write_one(trace_dir, name, with_derived_times(name, df, ev))
         events_written.result()
     if delete_raw:
         for f in files:

@@ -6,8 +6,10 @@ Rename a column only with a SCHEMA bump. Times are ns on rank 0's clock
 
 from __future__ import annotations
 
-SCHEMA = "mpiscope.trace/4"  # 2: events' and collectives' recv_bytes; 3: events' count, inside_ns, rc;
-# 4: the same columns, stored with times as offsets (storage.py), events and messages possibly datasets
+SCHEMA = "mpiscope.trace/5"  # 2: events' and collectives' recv_bytes; 3: events' count, inside_ns, rc;
+# 4: the same columns, stored with times as offsets (storage.py), events and messages possibly datasets;
+# 5: the same columns, events' entries stored as gaps, messages' and collectives' times derived from
+# the events, strings without the Arrow schema (storage.py)
 
 EVENTS = {
     "event": "row id, in (rank, t_enter_ns) order",

@@ -1,23 +1,34 @@
 """How the merged tables are stored in Parquet, and read back as open_trace returns them.
 
-`write_table` encodes a table as the merge built it; `decode` turns a scan of the
-stored files back into the public columns (schema.py). Both work row by row
-(no join across tables or rows), so that a table of any size is written and
-read in pieces.
+`write_table` encodes a table as the merge built it; `decode` turns a scan of
+one stored file back into the public columns (schema.py); `derived_scan` adds
+the times a table takes from the events table. A table of any size is written
+and read in pieces: nothing here joins across files.
 
-Most of a table's bytes are its nanosecond times. Each table keeps one time
-as a real timestamp, delta-encoded along the rows it is sorted by, with the
-min/max statistics that let a query by time range skip row groups
-(events' t_enter_ns, messages' t_send_enter_ns, collectives' t_first_enter_ns).
-Its other times are stored as their distance from an earlier time of the same
-row, in a column named "PUBLIC-BASE" (for instance "t_leave_ns-t_enter_ns"),
-which decode adds back: on bench/trace_size.py's recorded examples a
-delta-encoded exit time took 2.9-3.2 bytes per event, the call's duration,
-byte-stream split and zstd-compressed, takes 1.8-2.1 (its high bytes are zero).
-Everything else is small already: ids and envelopes delta- or
-dictionary-encoded, strings dictionary-encoded. All tables together: 0.66-0.90
-of the bytes of the writer before (HPCG-like 11.8 -> 8.4 bytes per event,
-IMB-like 13.1 -> 8.7); the rest is mostly the entropy of the times.
+Most of a table's bytes are its nanosecond times, and most of their entropy is
+the clock's own, so each time is stored once and only what is new in it:
+
+- events: a call's entry as its gap after the previous row's exit (its entry
+  if it never returned; the file's first row: the time itself), its exit as
+  its duration, a request's completion from the start's exit. The gaps are
+  computation and the durations calls: small, byte-stream split and zstd.
+  Reading adds them up from the file's first row (a running sum, which Polars
+  streams): a filter on events can no longer skip row groups at the scan.
+- messages and collectives, as a merge in memory writes them: each time as its
+  difference from the time the events give for it (a message's send entry is
+  its send event's entry, an instance's first entry the least entry of its
+  calls). The differences are zero but where the merge moved a time (a receive
+  clamped to its send), so they take next to nothing; reading gathers the
+  events' times by event id (16 bytes an event in memory, only for the readers
+  that ask for these times). A merge in pieces does not hold the events beside
+  the messages and stores their times as offsets from an earlier time of the
+  same row ("PUBLIC-BASE", for instance "t_recv_enter_ns-t_recv_leave_ns").
+- strings (calls, call sites) as Parquet dictionaries, without the Arrow
+  schema in the footer (a call Enum's ~400 names were ~10 KB per file):
+  reading casts them back (the manifest's calls).
+
+bench/trace_size.py measures the bytes per event of each table beside the
+writer of schema mpiscope.trace/3 and OTF2.
 """
 
 from __future__ import annotations
@@ -25,11 +36,13 @@ from __future__ import annotations
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+from polars.io.plugins import register_io_source
 
 from mpiscope.errors import UsageError
 
@@ -63,25 +76,123 @@ DICTIONARY_INTS = {"rank", "thread", "peer", "root", "rc", "src", "dst", "comm",
 SPLIT_INTS = {"bytes", "recv_bytes"}
 
 
+# events' entry: its gap after the previous row's exit, or after its entry where it never returned
+# (encode); the first row of a file: the entry itself (decode adds them up per file)
+ENTRY_GAP = f"t_enter_ns{SEPARATOR}previous_exit"
+# Times a merge in memory stores as (public - derived), derived from the events: "PUBLIC@IDS", IDS the
+# column that names the events (with_derived_times, derived_scan).
+DERIVED = "@"
+MESSAGE_TIMES = {  # public: (event id column, the event's time)
+    "t_send_enter_ns": ("send_event", "t_enter_ns"),
+    "t_send_leave_ns": ("send_event", "done_ns"),
+    "t_recv_enter_ns": ("recv_event", "t_enter_ns"),
+    "t_recv_leave_ns": ("recv_event", "done_ns"),
+}
+COLLECTIVE_TIMES = {  # public: (aggregate over the instance's events, the events' time)
+    "t_first_enter_ns": ("min", "t_enter_ns"),
+    "t_last_enter_ns": ("max", "t_enter_ns"),
+    "t_first_leave_ns": ("min", "done_ns"),
+    "t_last_leave_ns": ("max", "done_ns"),
+}
+
+
 def encode(df: pl.DataFrame) -> pl.DataFrame:
-    """The columns as stored: the times of OFFSETS whose base is in the table as offsets, in place.
-    Series arithmetic, in the calling thread: the merge writes the events table on a thread of
-    its own while its main thread keeps Polars' pool busy (a select queued behind that work)."""
-    return pl.DataFrame([(df[n] - df[OFFSETS[n]].fill_null(0)).alias(f"{n}{SEPARATOR}{OFFSETS[n]}")
-                         if OFFSETS.get(n) in df.columns else df[n] for n in df.columns])
+    """The columns as stored: the times of OFFSETS whose base is in the table as offsets, events'
+    entries as gaps, in place. Series arithmetic, in the calling thread: the merge writes the
+    events table on a thread of its own while its main thread keeps Polars' pool busy (a select
+    queued behind that work)."""
+    def stored(n: str) -> pl.Series:
+        if n == "t_enter_ns" and "t_leave_ns" in df.columns:
+            ended = df["t_leave_ns"].fill_null(df[n])
+            return (df[n] - ended.shift(1, fill_value=0)).alias(ENTRY_GAP)
+        if OFFSETS.get(n) in df.columns:
+            return (df[n] - df[OFFSETS[n]].fill_null(0)).alias(f"{n}{SEPARATOR}{OFFSETS[n]}")
+        return df[n]
+
+    return pl.DataFrame([stored(n) for n in df.columns])
+
+
+def _derived_values(name: str, df: pl.DataFrame, events: pl.LazyFrame | pl.DataFrame,
+                    wanted: list[str]) -> pl.DataFrame:
+    """The derived value of each public time in `wanted` for df's rows (null where the events give
+    none). The times of an event: its entry and when it was done (the completion of a request it
+    started, else its exit). Messages gather them by event id (= row: 16 bytes an event in
+    memory); collectives aggregate them per instance, streaming (memory by instances)."""
+    done = pl.coalesce("t_complete_ns", "t_leave_ns").alias("done_ns")
+    if name == "messages":
+        times = events.lazy().select("t_enter_ns", done).collect(engine="streaming")
+        return pl.DataFrame([times[MESSAGE_TIMES[c][1]].gather(df[MESSAGE_TIMES[c][0]]).alias(c) for c in wanted])
+    per = (events.lazy().filter(pl.col("coll_id").is_not_null()).select("coll_id", "t_enter_ns", done)
+           .group_by("coll_id").agg(getattr(pl.col(COLLECTIVE_TIMES[c][1]), COLLECTIVE_TIMES[c][0])().alias(c)
+                                    for c in wanted))
+    return (df.select("coll_id").join(per.collect(engine="streaming"), on="coll_id", how="left",
+                                      maintain_order="left").drop("coll_id"))
+
+
+def _derivable(name: str) -> dict[str, tuple[str, str]]:
+    return MESSAGE_TIMES if name == "messages" else COLLECTIVE_TIMES if name == "collectives" else {}
+
+
+def _ids(name: str, column: str) -> str:
+    return MESSAGE_TIMES[column][0] if name == "messages" else "coll_id"
+
+
+def with_derived_times(name: str, df: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """messages or collectives as a merge in memory stores them: each time as its difference
+    from the time the events (the table as written) give for it, "PUBLIC@IDS" in place; null
+    where the time is null. Other tables as they are."""
+    times = _derivable(name)
+    if not times:
+        return df
+    derived = _derived_values(name, df, events, [c for c in df.columns if c in times])
+    return pl.DataFrame([(df[c] - derived[c].fill_null(0)).alias(f"{c}{DERIVED}{_ids(name, c)}")
+                         if c in times else df[c] for c in df.columns])
+
+
+def derived_scan(name: str, stored: pl.LazyFrame, events: Callable[[], pl.LazyFrame]) -> pl.LazyFrame:
+    """The table `name` with its public columns, from a scan of its stored files that holds times
+    derived from the events: a Polars IO source that gathers the events' times only when a
+    query reads a derived time (the counts and matrices of stats read none; `events` opens the
+    table then), and filters as it is told: in the scan where the filter reads no derived time."""
+    columns = stored.collect_schema()
+    public = {c.split(DERIVED)[0]: c for c in columns}
+    schema = {p: (pl.Int64 if DERIVED in c else columns[c]) for p, c in public.items()}
+
+    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
+               batch_size: int | None) -> Iterator[pl.DataFrame]:
+        names = with_columns or list(schema)
+        need = set(names) | (set(predicate.meta.root_names()) if predicate is not None else set())
+        times = [p for p in schema if p in need and DERIVED in public[p]]
+        read = [c for p, c in public.items() if p in need or (times and c in {_ids(name, t) for t in times})]
+        scan = stored.select(read)
+        if predicate is not None and not times:  # the stored columns it reads are the public ones
+            scan, predicate = scan.filter(predicate), None
+        df = scan.collect(engine="streaming")
+        if times:
+            derived = _derived_values(name, df, events(), times)
+            df = df.with_columns((derived[t].fill_null(0) + df[public[t]]).alias(public[t]) for t in times)
+        df = df.rename({c: p for p, c in public.items() if c in df.columns and c != p})
+        if predicate is not None:
+            df = df.filter(predicate)
+        if n_rows is not None:
+            df = df.head(n_rows)
+        step = max(batch_size or df.height, 1)
+        for start in range(0, max(df.height, 1), step):
+            yield df.slice(start, step).select(names)
+
+    return register_io_source(source, schema=schema, explain_name=f"mpiscope {name}")
 
 
 def write_table(df: pl.DataFrame, path: Path) -> None:
-    """Delta encoding for the sorted integers (the timestamp that keeps statistics, event ids):
-    the differences of neighbouring rows are small. Byte-stream split for the offsets and
-    message sizes: their high bytes are zero, which zstd then stores in next to nothing.
-    zstd (level 1) only on the columns where it pays (times, tags, strings, sizes, event ids
-    of messages), snappy elsewhere: zstd cost ~10 ms more per column of the 10M-record bench
-    trace even where it saved nothing. Min/max statistics only on the columns readers filter
-    row groups by (ranks, calls, communicators, timestamps): on all 17 columns of that
-    events table they took 0.18 of its 1.6 s of writing. In the merge, writing that events
-    table now takes 0.97-0.98 of the time it took before (wall and CPU, bench/trace_size.py),
-    for 3.2 MB instead of 14.0."""
+    """Delta encoding for the sorted integers (event ids, the timestamps a merge in pieces keeps in
+    messages and collectives): the differences of neighbouring rows are small. Byte-stream split for
+    the gaps, offsets, derived times and message sizes: their high bytes are zero, which zstd then
+    stores in next to nothing. zstd (level 1) only on the columns where it pays (times, tags,
+    strings, sizes, event ids of messages), snappy elsewhere: zstd cost ~10 ms more per column of
+    the 10M-record bench trace even where it saved nothing. Min/max statistics only on the columns
+    readers filter row groups by (ranks, calls, communicators, timestamps): on all 17 columns of
+    that events table they took 0.18 of its 1.6 s of writing. No Arrow schema: decode casts the
+    strings back."""
     table = encode(df).to_arrow()
     encoding: dict[str, str] = {}
     compression: dict[str, str] = {}
@@ -98,7 +209,7 @@ def write_table(df: pl.DataFrame, path: Path) -> None:
     pq.write_table(table, path, compression=compression, write_statistics=statistics,
                    compression_level={n: 1 for n, c in compression.items() if c == "zstd"},
                    use_dictionary=[n for n in table.column_names if n not in encoding],
-                   column_encoding=encoding, write_batch_size=8192)
+                   column_encoding=encoding, write_batch_size=8192, store_schema=False)
 
 
 def write_table_v3(df: pl.DataFrame, path: Path) -> None:
@@ -116,7 +227,7 @@ def write_table_v3(df: pl.DataFrame, path: Path) -> None:
 def _layout(field: pa.Field) -> tuple[str, str]:
     """(encoding, codec) of one stored column."""
     name = field.name
-    if SEPARATOR in name or name in SPLIT_INTS:
+    if SEPARATOR in name or DERIVED in name or name in SPLIT_INTS:
         return "BYTE_STREAM_SPLIT", "zstd"
     if not pa.types.is_integer(field.type):
         return "DICTIONARY", "zstd"          # strings, calls, call sites, lists
@@ -134,11 +245,19 @@ def _leaves(field: pa.Field) -> list[str]:
     return [field.name]
 
 
-def decode(name: str, stored: pl.LazyFrame) -> pl.LazyFrame:
-    """The table `name` with its public columns, from a scan of its stored files: each offset
-    plus its base, in its place. Tables written before offsets (or without the base) pass as
-    they are; the plain columns stay plain, so filters on them still reach the scan."""
-    columns = stored.collect_schema().names()
+def decode(name: str, stored: pl.LazyFrame, calls: pl.Enum | None = None) -> pl.LazyFrame:
+    """The table `name` with its public columns, from a scan of one stored file: each offset plus
+    its base, the entries of events added up from their gaps, in their places; `call` of the
+    Enum `calls` (the manifest's: CallTable.enum), call sites categorical. Derived times
+    (derived_scan) stay as they are. Tables written before offsets (or without the base) pass
+    as they are; the plain columns stay plain, so filters on them still reach the scan."""
+    schema = stored.collect_schema()
+    columns = schema.names()
+    strings = [pl.col("call").cast(calls)] if calls is not None and schema.get("call") == pl.String else []
+    if schema.get("callsite") == pl.String:
+        strings.append(pl.col("callsite").cast(pl.Categorical))
+    if strings:
+        stored = stored.with_columns(strings)
     if not any(SEPARATOR in c for c in columns):
         return stored
     stored_as = {c.split(SEPARATOR)[0]: c for c in columns}
@@ -147,6 +266,9 @@ def decode(name: str, stored: pl.LazyFrame) -> pl.LazyFrame:
         kept = stored_as[column]
         if kept == column:
             return pl.col(column)
+        if kept == ENTRY_GAP:  # t_enter[i] = t_enter[i-1] + duration[i-1] + gap[i]
+            took = pl.col(stored_as["t_leave_ns"]).fill_null(0).shift(1, fill_value=0)
+            return (pl.col(kept) + took).cum_sum()
         return public(kept.split(SEPARATOR)[1]).fill_null(0) + pl.col(kept)
 
     return stored.select(public(c).alias(c) for c in stored_as)
