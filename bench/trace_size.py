@@ -102,7 +102,7 @@ def table_sizes(trace: Path, work: Path) -> dict[str, dict[str, int]]:
             if label == "old":
                 write_table_v3(frame, path)
             else:
-                write_table(with_derived_times(name, frame, frames["events"]), path)
+                write_table(with_derived_times(name, frame, frames["events"]), path, compact=True)
             row = sizes.setdefault(name, {"rows": frame.height})
             row[f"{label}_bytes"] = path.stat().st_size
             row[f"{label}_footer_bytes"] = pq.ParquetFile(path).metadata.serialized_size + 8
@@ -126,12 +126,12 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 import mpiscope.trace.storage as storage
 if sys.argv[2] == "old":
-    storage.write_table = storage.write_table_v3
+    storage.write_table = lambda df, path, compact=False: storage.write_table_v3(df, path)
 real, timings = storage.write_table, {}
-def timed(df, path):
+def timed(df, path, compact=False):
     t0, c0 = time.perf_counter(), time.thread_time()
-    real(df, path)
-    timings[Path(path).name] = [time.perf_counter() - t0, time.thread_time() - c0]
+    real(df, path, compact)
+    timings[str(path)] = [time.perf_counter() - t0, time.thread_time() - c0]  # events: also .events.tmp/part-*
 storage.write_table = timed  # before the merge modules bind it
 import mpiscope.trace.merge as merge
 if sys.argv[2] == "old":  # messages and collectives with their own times

@@ -28,7 +28,7 @@ def with_old_writer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every merge module that writes tables writes them as before issue 22 (no derived times)."""
     for name, module in list(sys.modules.items()):
         if name.startswith("mpiscope.trace") and getattr(module, "write_table", None) is storage.write_table:
-            monkeypatch.setattr(module, "write_table", write_table_v3)
+            monkeypatch.setattr(module, "write_table", lambda df, path, compact=False: write_table_v3(df, path))
     monkeypatch.setattr(mpiscope.trace.merge, "with_derived_times", lambda name, df, events: df)
 
 
@@ -55,7 +55,7 @@ def test_checked_in_traces_read_as_before(tmp_path: Path, monkeypatch: pytest.Mo
         with_old_writer(m)
         merge_trace(old)
     merge_trace(new)
-    assert "t_leave_ns-t_enter_ns" in pl.read_parquet_schema(table_files(new, "events")[0])
+    assert storage.ENTRY_GAP in pl.read_parquet_schema(table_files(new, "events")[0])
     assert "t_leave_ns" in pl.read_parquet_schema(table_files(old, "events")[0])
     assert "t_recv_leave_ns@recv_event" in pl.read_parquet_schema(new / "messages.parquet")
     assert "t_last_leave_ns@coll_id" in pl.read_parquet_schema(new / "collectives.parquet")
@@ -100,8 +100,8 @@ def test_parts_of_a_dataset_decode_as_one(tmp_path: Path) -> None:
     df = pl.DataFrame({"event": range(6), "t_enter_ns": [1, 2, 3, 10, 20, 30],
                        "t_leave_ns": [2, 3, 4, 15, 25, None], "recv_bytes": [None] * 6, "count": [1] * 6})
     (tmp_path / "events").mkdir()
-    write_table(df.head(3), tmp_path / "events" / "part-000000.parquet")
-    write_table(df.tail(3), tmp_path / "events" / "part-000001.parquet")
+    write_table(df.head(3), tmp_path / "events" / "part-000000.parquet", compact=True)
+    write_table(df.tail(3), tmp_path / "events" / "part-000001.parquet", compact=True)
     assert pl.read_parquet(tmp_path / "events" / "part-000001.parquet")[storage.ENTRY_GAP][0] == 10
     assert_frame_equal(Trace(tmp_path, {}).events().collect(), df, check_dtypes=False)
 
@@ -158,3 +158,26 @@ def test_filters_by_rank_reach_the_scan(merged: Path) -> None:
     t = open_trace(merged, merge=False)
     q = t.messages().filter(pl.col("src") == 1).select("dst")
     assert 'col("src")' in q.explain().split("SCAN")[1], q.explain()
+
+
+def test_a_merge_in_pieces_keeps_timestamps_to_filter_by(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traces too large for memory are read by rank and time range: their events keep t_enter_ns a
+    timestamp with statistics, their messages t_send_enter_ns, and filters on them reach the scan."""
+    from tests.unit.test_merge_pieces import budget_for, in_pieces_only
+
+    with tarfile.open(DATA / "skew5" / "trace.tar.xz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    in_pieces_only(monkeypatch)
+    merge_trace(tmp_path, memory=budget_for(tmp_path))
+    for name, stamp in (("events", "t_enter_ns"), ("messages", "t_send_enter_ns")):
+        part = table_files(tmp_path, name)[0]
+        stats = stats_of(part)
+        assert stats[stamp] is not None and stats[stamp].has_min_max, name
+        raw = pl.read_parquet(part, columns=[stamp])[stamp]
+        assert (stats[stamp].min, stats[stamp].max) == (raw.min(), raw.max())
+    t = open_trace(tmp_path, merge=False)
+    q = t.events().filter((pl.col("rank") == 1) & (pl.col("t_enter_ns") > 5)).select("t_leave_ns")
+    scan = q.explain().split("Parquet SCAN")[1]
+    assert 'col("rank")' in scan and 'col("t_enter_ns")' in scan, q.explain()
+    q = t.messages().filter(pl.col("t_send_enter_ns") < 10**18).select("t_recv_leave_ns")
+    assert 'col("t_send_enter_ns")' in q.explain().split("Parquet SCAN")[1], q.explain()

@@ -73,7 +73,17 @@ def hang_finding(trace: Trace) -> Finding | None:
     if not stuck.height:
         return None
     members = {c: r for c, r in trace.comms().select("comm", "ranks").collect().iter_rows()}
-    blocked = {row["rank"]: _blocked(row, events, members) for row in stuck.iter_rows(named=True)}
+    # one scan for every blocked wait's pending requests, one for the ranks that entered each
+    # instance concerned (1,024 ranks blocked in a barrier: two scans, not 1,024)
+    waiting = stuck.filter(pl.col("call").is_in(list(WAITS)))  # (the waits have no large-count forms)
+    pending = (events.filter(pl.col("rank").is_in(waiting["rank"].implode()) & pl.col("request").is_not_null()
+                             & pl.col("t_complete_ns").is_null() & pl.col("completed_by").is_null()
+                             & pl.col("rc").is_null())
+               .select("rank", "thread", "t_enter_ns", "peer", "comm", "coll_id").collect(engine="streaming"))
+    instances = pl.concat([stuck["coll_id"], pending["coll_id"]]).drop_nulls().unique()
+    entered = {c: set(r) for c, r in events.filter(pl.col("coll_id").is_in(instances.implode()))
+               .group_by("coll_id").agg(pl.col("rank").unique()).collect(engine="streaming").iter_rows()}
+    blocked = {row["rank"]: _blocked(row, pending, entered, members) for row in stuck.iter_rows(named=True)}
     # a rank inside MPI_Finalize has finished its communication, as one that returned from it
     finalizing = set(events.filter(pl.col("t_leave_ns").is_null() & pl.col("call").cast(pl.Utf8).is_in(
         list(FINALIZE_CALLS))).select("rank").collect(engine="streaming")["rank"].to_list())
@@ -83,13 +93,15 @@ def hang_finding(trace: Trace) -> Finding | None:
     return _finding(blocked, _cycle(blocked, stuck_ranks) if stuck_ranks else [], outside, finished, events, ended)
 
 
-def _blocked(row: dict, events: pl.LazyFrame, members: dict[int, list[int]]) -> Blocked:
+def _blocked(row: dict, pending_requests: pl.DataFrame, entered: dict[int, set[int]],
+             members: dict[int, list[int]]) -> Blocked:
+    """Whom the blocked call `row` waits for; pending_requests: the requests not completed of the
+    blocked waits' ranks; entered: the ranks that entered each instance concerned."""
     rank, call, comm = row["rank"], _base(row["call"]), row["comm"]
     everyone = [r for r in (members.get(comm) or []) if r != rank]
     site, waited = row["callsite"] or "?", row["waited_ns"]
     if row["coll_id"] is not None:
-        entered = set(events.filter(pl.col("coll_id") == row["coll_id"]).select("rank").collect()["rank"].to_list())
-        missing = [r for r in everyone if r not in entered]
+        missing = [r for r in everyone if r not in entered.get(row["coll_id"], set())]
         what = (f"{fmt_ranks(missing)} of {_comm_name(comm)}, which never entered it" if missing
                 else f"the ranks of {_comm_name(comm)}, which all entered it")
         return Blocked(rank, row["call"], site, waited, missing, False, what)
@@ -103,17 +115,14 @@ def _blocked(row: dict, events: pl.LazyFrame, members: dict[int, list[int]]) -> 
         return Blocked(rank, row["call"], site, waited, everyone, True,
                        f"a message from any rank of {_comm_name(comm)}{tag}")
     if call in WAITS:
-        pending = (events.filter((pl.col("rank") == rank) & (pl.col("thread") == row["thread"])
-                                 & (pl.col("t_enter_ns") < row["t_enter_ns"]) & pl.col("request").is_not_null()
-                                 & pl.col("t_complete_ns").is_null() & pl.col("completed_by").is_null()
-                                 & pl.col("rc").is_null())
-                   .select(pl.col("call").cast(pl.Utf8), "peer", "comm", "coll_id").collect())
+        pending = pending_requests.filter((pl.col("rank") == rank) & (pl.col("thread") == row["thread"])
+                                          & (pl.col("t_enter_ns") < row["t_enter_ns"]))
         peers: set[int] = set()
         known = pending.height > 0
         for p in pending.iter_rows(named=True):
             if p["coll_id"] is not None:
-                entered = set(events.filter(pl.col("coll_id") == p["coll_id"]).select("rank").collect()["rank"].to_list())
-                peers |= {r for r in (members.get(p["comm"]) or []) if r not in entered and r != rank}
+                peers |= {r for r in (members.get(p["comm"]) or [])
+                          if r not in entered.get(p["coll_id"], set()) and r != rank}
             elif p["peer"] is not None:
                 peers.add(p["peer"])
             else:

@@ -306,11 +306,13 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
             shift_rows(starts, shifts)
         if shifts.any() or over.size:
             ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
-        events_written = pool.submit(write_one, trace_dir, "events", ev, writers(ev.height))
+        # a trace that fits in memory is stored for size (storage.py): its entries as gaps, its
+        # messages' and collectives' times derived from the events
+        events_written = pool.submit(write_one, trace_dir, "events", ev, writers(ev.height), True)
         colls = collectives_table([(rows, coll_id), (starts, start_id)], comms, calls)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
-            write_one(trace_dir, name, with_derived_times(name, df, ev))
+            write_one(trace_dir, name, with_derived_times(name, df, ev), compact=True)
         events_written.result()
     if delete_raw:
         for f in files:

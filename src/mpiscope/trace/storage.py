@@ -8,24 +8,27 @@ and read in pieces: nothing here joins across files.
 Most of a table's bytes are its nanosecond times, and most of their entropy is
 the clock's own, so each time is stored once and only what is new in it:
 
-- events: a call's entry as its gap after the previous row's exit (its entry
-  if it never returned; the file's first row: the time itself), its exit as
-  its duration, a request's completion from the start's exit. The gaps are
-  computation and the durations calls: small, byte-stream split and zstd.
-  Reading adds them up from the file's first row (a running sum, which Polars
-  streams): a filter on events can no longer skip row groups at the scan.
+- events: a call's exit as its duration, a request's completion from the
+  start's exit; its entry, as a merge in memory writes it, as its gap after
+  the previous row's exit (its entry if it never returned; the file's first
+  row: the time itself). The gaps are computation and the durations calls:
+  small, byte-stream split and zstd. Reading adds them up from the file's first
+  row (a running sum, which Polars streams), so a filter on such events reads
+  every row group: 0.3 s for one rank of 6.7 M events. A merge in pieces, for
+  traces too large for that, keeps the entry a timestamp with min/max
+  statistics, and a query by rank and time range reads only its row groups.
 - messages and collectives, as a merge in memory writes them: each time as its
   difference from the time the events give for it (a message's send entry is
   its send event's entry, an instance's first entry the least entry of its
   calls). The differences are zero but where the merge moved a time (a receive
   clamped to its send), so they take next to nothing; reading gathers the
-  events' times by event id (16 bytes an event in memory, only for the readers
+  events' times by event id (24 bytes an event in memory, only for the readers
   that ask for these times). A merge in pieces does not hold the events beside
   the messages and stores their times as offsets from an earlier time of the
   same row ("PUBLIC-BASE", for instance "t_recv_enter_ns-t_recv_leave_ns").
-- strings (calls, call sites) as Parquet dictionaries, without the Arrow
-  schema in the footer (a call Enum's ~400 names were ~10 KB per file):
-  reading casts them back (the manifest's calls).
+- strings (calls, call sites) as Parquet dictionaries; as a merge in memory
+  writes them, without the Arrow schema in the footer (a call Enum's ~400
+  names were ~10 KB per file): reading casts them back (the manifest's calls).
 
 bench/trace_size.py measures the bytes per event of each table beside the
 writer of schema mpiscope.trace/3 and OTF2.
@@ -96,13 +99,13 @@ COLLECTIVE_TIMES = {  # public: (aggregate over the instance's events, the event
 }
 
 
-def encode(df: pl.DataFrame) -> pl.DataFrame:
-    """The columns as stored: the times of OFFSETS whose base is in the table as offsets, events'
-    entries as gaps, in place. Series arithmetic, in the calling thread: the merge writes the
+def encode(df: pl.DataFrame, compact: bool = False) -> pl.DataFrame:
+    """The columns as stored: the times of OFFSETS whose base is in the table as offsets, and
+    where compact (write_table) events' entries as gaps, in place. Series arithmetic, in the calling thread: the merge writes the
     events table on a thread of its own while its main thread keeps Polars' pool busy (a select
     queued behind that work)."""
     def stored(n: str) -> pl.Series:
-        if n == "t_enter_ns" and "t_leave_ns" in df.columns:
+        if compact and n == "t_enter_ns" and "t_leave_ns" in df.columns:
             ended = df["t_leave_ns"].fill_null(df[n])
             return (df[n] - ended.shift(1, fill_value=0)).alias(ENTRY_GAP)
         if OFFSETS.get(n) in df.columns:
@@ -116,12 +119,19 @@ def _derived_values(name: str, df: pl.DataFrame, events: pl.LazyFrame | pl.DataF
                     wanted: list[str]) -> pl.DataFrame:
     """The derived value of each public time in `wanted` for df's rows (null where the events give
     none). The times of an event: its entry and when it was done (the completion of a request it
-    started, else its exit). Messages gather them by event id (= row: 16 bytes an event in
-    memory); collectives aggregate them per instance, streaming (memory by instances)."""
+    started, else its exit). Messages gather them by event id (= row: a query reads 24 bytes an
+    event into memory); collectives aggregate them per instance, streaming (memory by instances)."""
     done = pl.coalesce("t_complete_ns", "t_leave_ns").alias("done_ns")
     if name == "messages":
-        times = events.lazy().select("t_enter_ns", done).collect(engine="streaming")
-        return pl.DataFrame([times[MESSAGE_TIMES[c][1]].gather(df[MESSAGE_TIMES[c][0]]).alias(c) for c in wanted])
+        times = (events if isinstance(events, pl.DataFrame)
+                 else events.select("t_enter_ns", "t_leave_ns", "t_complete_ns").collect(engine="streaming"))
+
+        def at(ids: pl.Series, time: str) -> pl.Series:
+            if time == "t_enter_ns":
+                return times["t_enter_ns"].gather(ids)
+            return times["t_complete_ns"].gather(ids).fill_null(times["t_leave_ns"].gather(ids))
+
+        return pl.DataFrame([at(df[MESSAGE_TIMES[c][0]], MESSAGE_TIMES[c][1]).alias(c) for c in wanted])
     per = (events.lazy().filter(pl.col("coll_id").is_not_null()).select("coll_id", "t_enter_ns", done)
            .group_by("coll_id").agg(getattr(pl.col(COLLECTIVE_TIMES[c][1]), COLLECTIVE_TIMES[c][0])().alias(c)
                                     for c in wanted))
@@ -183,7 +193,7 @@ def derived_scan(name: str, stored: pl.LazyFrame, events: Callable[[], pl.LazyFr
     return register_io_source(source, schema=schema, explain_name=f"mpiscope {name}")
 
 
-def write_table(df: pl.DataFrame, path: Path) -> None:
+def write_table(df: pl.DataFrame, path: Path, compact: bool = False) -> None:
     """Delta encoding for the sorted integers (event ids, the timestamps a merge in pieces keeps in
     messages and collectives): the differences of neighbouring rows are small. Byte-stream split for
     the gaps, offsets, derived times and message sizes: their high bytes are zero, which zstd then
@@ -191,9 +201,13 @@ def write_table(df: pl.DataFrame, path: Path) -> None:
     strings, sizes, event ids of messages), snappy elsewhere: zstd cost ~10 ms more per column of
     the 10M-record bench trace even where it saved nothing. Min/max statistics only on the columns
     readers filter row groups by (ranks, calls, communicators, timestamps): on all 17 columns of
-    that events table they took 0.18 of its 1.6 s of writing. No Arrow schema: decode casts the
-    strings back."""
-    table = encode(df).to_arrow()
+    that events table they took 0.18 of its 1.6 s of writing.
+
+    compact: the layout of a trace merged in memory, smallest on disk: events' entries as gaps, no
+    Arrow schema (decode casts the strings back: 18 ms more per 6.7 M calls read, the name Enum
+    ~10 KB less per file). Else the layout of a merge in pieces, whose large tables are read by
+    rank and time range: entries timestamps with statistics, calls an Enum read as one."""
+    table = encode(df, compact).to_arrow()
     encoding: dict[str, str] = {}
     compression: dict[str, str] = {}
     for field in table.schema:
@@ -209,7 +223,7 @@ def write_table(df: pl.DataFrame, path: Path) -> None:
     pq.write_table(table, path, compression=compression, write_statistics=statistics,
                    compression_level={n: 1 for n, c in compression.items() if c == "zstd"},
                    use_dictionary=[n for n in table.column_names if n not in encoding],
-                   column_encoding=encoding, write_batch_size=8192, store_schema=False)
+                   column_encoding=encoding, write_batch_size=8192, store_schema=not compact)
 
 
 def write_table_v3(df: pl.DataFrame, path: Path) -> None:
@@ -291,18 +305,18 @@ def writers(rows: int, processes: int = 1) -> int:
     return max(1, min(MOST_PARTS, (os.cpu_count() or 1) // processes, rows // PART_ROWS))
 
 
-def write_parts(df: pl.DataFrame, directory: Path, stem: str, parts: int) -> None:
+def write_parts(df: pl.DataFrame, directory: Path, stem: str, parts: int, compact: bool = False) -> None:
     """df's rows in order as STEM-0.parquet ... STEM-(parts-1).parquet in `directory`, in parallel."""
     bounds = [df.height * j // parts for j in range(parts + 1)]
 
     def one(j: int) -> None:
-        write_table(df.slice(bounds[j], bounds[j + 1] - bounds[j]), directory / f"{stem}-{j}.parquet")
+        write_table(df.slice(bounds[j], bounds[j + 1] - bounds[j]), directory / f"{stem}-{j}.parquet", compact)
 
     with ThreadPoolExecutor(parts) as pool:
         list(pool.map(one, range(parts)))
 
 
-def write_one(trace_dir: Path, name: str, df: pl.DataFrame, parts: int = 1) -> None:
+def write_one(trace_dir: Path, name: str, df: pl.DataFrame, parts: int = 1, compact: bool = False) -> None:
     """NAME.parquet in trace_dir, or with parts > 1 the dataset NAME/ of that many part files, through
     a temporary file or directory: an earlier table of either layout stays if this fails."""
     path = trace_dir / f"{name}.parquet"
@@ -311,10 +325,10 @@ def write_one(trace_dir: Path, name: str, df: pl.DataFrame, parts: int = 1) -> N
         if parts > 1:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
-            write_parts(df, tmp, "part-000000", parts)
+            write_parts(df, tmp, "part-000000", parts, compact)
             install_dataset(trace_dir, name, tmp)
         else:
-            write_table(df, tmp)
+            write_table(df, tmp, compact)
             tmp.replace(path)
             shutil.rmtree(trace_dir / name, ignore_errors=True)  # the dataset of an earlier merge
     except OSError as e:
