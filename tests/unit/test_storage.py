@@ -133,11 +133,14 @@ def test_derived_times_read_the_events_only_when_asked(merged: Path, tmp_path: P
     whole = t.messages().collect()
     stored = pl.read_parquet_schema(copy / "messages.parquet")
     assert "t_send_enter_ns@send_event" in stored and "t_send_enter_ns" not in stored
+    assert_frame_equal(t.collectives().collect(), open_trace(merged, merge=False).collectives().collect())
     (copy / "events.parquet").write_bytes(b"not parquet")
-    envelope = t.messages().filter(pl.col("src") == 1).select("src", "dst", "bytes").collect()
+    fresh = open_trace(copy, merge=False)  # (t keeps the events' times it read)
+    envelope = fresh.messages().filter(pl.col("src") == 1).select("src", "dst", "bytes").collect()
     assert_frame_equal(envelope, whole.filter(pl.col("src") == 1).select("src", "dst", "bytes"))
+    assert_frame_equal(t.messages().collect(), whole)
     with pytest.raises(Exception):
-        t.messages().select("t_send_enter_ns").collect()
+        fresh.messages().select("t_send_enter_ns").collect()
 
 
 def stats_of(path: Path) -> dict[str, Any]:

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ import polars as pl
 from mpiscope.capture.manifest import read_manifest
 from mpiscope.errors import TraceCorrupt
 from mpiscope.trace.columns import CallTable
-from mpiscope.trace.storage import DERIVED, ENTRY_GAP, decode, derived_scan
+from mpiscope.trace.storage import DERIVED, ENTRY_GAP, decode, derived_scan, event_times, instance_times
 
 TABLES = ("events", "messages", "collectives", "comms")
 # The calls that start persistent requests. One that starts a persistent collective is that rank's
@@ -96,6 +96,15 @@ def file_io_waits(events: pl.LazyFrame, io: pl.Expr) -> pl.Series:
 class Trace:
     path: Path
     manifest: dict[str, Any]
+    # what messages and collectives derive their times from, read once per Trace (storage.py): a
+    # report reads them three times
+    _derivation_sources: dict[str, pl.DataFrame] = field(default_factory=dict, compare=False, repr=False)
+
+    def _derivation_source(self, name: str) -> pl.DataFrame:
+        if name not in self._derivation_sources:
+            events = self.events()
+            self._derivation_sources[name] = event_times(events) if name == "messages" else instance_times(events)
+        return self._derivation_sources[name]
 
     def _scan(self, name: str) -> pl.LazyFrame:
         files = table_files(self.path, name)
@@ -110,7 +119,7 @@ class Trace:
             else:  # each part's entries add up from its own first row
                 stored = pl.concat([decode(name, pl.scan_parquet(f), calls) for f in files])
             if any(DERIVED in c for c in stored.collect_schema().names()):
-                return derived_scan(name, stored, self.events)
+                return derived_scan(name, stored, lambda: self._derivation_source(name))
             return stored
         except (pl.exceptions.PolarsError, OSError) as e:
             raise unreadable(self.path, name, e) from e

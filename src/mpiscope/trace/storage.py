@@ -115,27 +115,36 @@ def encode(df: pl.DataFrame, compact: bool = False) -> pl.DataFrame:
     return pl.DataFrame([stored(n) for n in df.columns])
 
 
-def _derived_values(name: str, df: pl.DataFrame, events: pl.LazyFrame | pl.DataFrame,
-                    wanted: list[str]) -> pl.DataFrame:
-    """The derived value of each public time in `wanted` for df's rows (null where the events give
-    none). The times of an event: its entry and when it was done (the completion of a request it
-    started, else its exit). Messages gather them by event id (= row: a query reads 24 bytes an
-    event into memory); collectives aggregate them per instance, streaming (memory by instances)."""
-    done = pl.coalesce("t_complete_ns", "t_leave_ns").alias("done_ns")
-    if name == "messages":
-        times = (events if isinstance(events, pl.DataFrame)
-                 else events.select("t_enter_ns", "t_leave_ns", "t_complete_ns").collect(engine="streaming"))
+def event_times(events: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """What messages derive their times from: every event's entry, exit and completion, by event id
+    (= row: 24 bytes an event in memory)."""
+    if isinstance(events, pl.DataFrame):
+        return events.select("t_enter_ns", "t_leave_ns", "t_complete_ns")
+    return events.select("t_enter_ns", "t_leave_ns", "t_complete_ns").collect(engine="streaming")
 
+
+def instance_times(events: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """What collectives derive their times from: per instance (coll_id), the least and greatest
+    entry and completion (the completion of a request the call started, else its exit) of its
+    events; aggregated streaming (memory by instances)."""
+    done = pl.coalesce("t_complete_ns", "t_leave_ns")
+    return (events.lazy().filter(pl.col("coll_id").is_not_null()).group_by("coll_id")
+            .agg(getattr(pl.col("t_enter_ns") if of == "t_enter_ns" else done, how)().alias(c)
+                 for c, (how, of) in COLLECTIVE_TIMES.items()).collect(engine="streaming"))
+
+
+def _derived_values(name: str, df: pl.DataFrame, source: pl.DataFrame, wanted: list[str]) -> pl.DataFrame:
+    """The derived value of each public time in `wanted` for df's rows (null where the events give
+    none), from `source`: event_times for messages (a message's times are its send and receive
+    events' entries and completions, else exits), instance_times for collectives."""
+    if name == "messages":
         def at(ids: pl.Series, time: str) -> pl.Series:
             if time == "t_enter_ns":
-                return times["t_enter_ns"].gather(ids)
-            return times["t_complete_ns"].gather(ids).fill_null(times["t_leave_ns"].gather(ids))
+                return source["t_enter_ns"].gather(ids)
+            return source["t_complete_ns"].gather(ids).fill_null(source["t_leave_ns"].gather(ids))
 
         return pl.DataFrame([at(df[MESSAGE_TIMES[c][0]], MESSAGE_TIMES[c][1]).alias(c) for c in wanted])
-    per = (events.lazy().filter(pl.col("coll_id").is_not_null()).select("coll_id", "t_enter_ns", done)
-           .group_by("coll_id").agg(getattr(pl.col(COLLECTIVE_TIMES[c][1]), COLLECTIVE_TIMES[c][0])().alias(c)
-                                    for c in wanted))
-    return (df.select("coll_id").join(per.collect(engine="streaming"), on="coll_id", how="left",
+    return (df.select("coll_id").join(source.select("coll_id", *wanted), on="coll_id", how="left",
                                       maintain_order="left").drop("coll_id"))
 
 
@@ -154,22 +163,23 @@ def with_derived_times(name: str, df: pl.DataFrame, events: pl.DataFrame) -> pl.
     times = _derivable(name)
     if not times:
         return df
-    derived = _derived_values(name, df, events, [c for c in df.columns if c in times])
+    source = event_times(events) if name == "messages" else instance_times(events)
+    derived = _derived_values(name, df, source, [c for c in df.columns if c in times])
     return pl.DataFrame([(df[c] - derived[c].fill_null(0)).alias(f"{c}{DERIVED}{_ids(name, c)}")
                          if c in times else df[c] for c in df.columns])
 
 
-def derived_scan(name: str, stored: pl.LazyFrame, events: Callable[[], pl.LazyFrame]) -> pl.LazyFrame:
+def derived_scan(name: str, stored: pl.LazyFrame, source: Callable[[], pl.DataFrame]) -> pl.LazyFrame:
     """The table `name` with its public columns, from a scan of its stored files that holds times
-    derived from the events: a Polars IO source that gathers the events' times only when a
-    query reads a derived time (the counts and matrices of stats read none; `events` opens the
-    table then), and filters as it is told: in the scan where the filter reads no derived time."""
+    derived from the events: a Polars IO source that reads the events' times (`source`: event_times
+    or instance_times) only when a query reads a derived time (the counts and matrices of stats read
+    none), and filters as it is told: in the scan where the filter reads no derived time."""
     columns = stored.collect_schema()
     public = {c.split(DERIVED)[0]: c for c in columns}
     schema = {p: (pl.Int64 if DERIVED in c else columns[c]) for p, c in public.items()}
 
-    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
-               batch_size: int | None) -> Iterator[pl.DataFrame]:
+    def batches(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
+                batch_size: int | None) -> Iterator[pl.DataFrame]:
         names = with_columns or list(schema)
         need = set(names) | (set(predicate.meta.root_names()) if predicate is not None else set())
         times = [p for p in schema if p in need and DERIVED in public[p]]
@@ -179,7 +189,7 @@ def derived_scan(name: str, stored: pl.LazyFrame, events: Callable[[], pl.LazyFr
             scan, predicate = scan.filter(predicate), None
         df = scan.collect(engine="streaming")
         if times:
-            derived = _derived_values(name, df, events(), times)
+            derived = _derived_values(name, df, source(), times)
             df = df.with_columns((derived[t].fill_null(0) + df[public[t]]).alias(public[t]) for t in times)
         df = df.rename({c: p for p, c in public.items() if c in df.columns and c != p})
         if predicate is not None:
@@ -190,7 +200,7 @@ def derived_scan(name: str, stored: pl.LazyFrame, events: Callable[[], pl.LazyFr
         for start in range(0, max(df.height, 1), step):
             yield df.slice(start, step).select(names)
 
-    return register_io_source(source, schema=schema, explain_name=f"mpiscope {name}")
+    return register_io_source(batches, schema=schema, explain_name=f"mpiscope {name}")
 
 
 def write_table(df: pl.DataFrame, path: Path, compact: bool = False) -> None:
