@@ -100,10 +100,10 @@ COLLECTIVE_TIMES = {  # public: (aggregate over the instance's events, the event
 
 
 def encode(df: pl.DataFrame, compact: bool = False) -> pl.DataFrame:
-    """The columns as stored: the times of OFFSETS whose base is in the table as offsets, and
-    where compact (write_table) events' entries as gaps, in place. Series arithmetic, in the calling thread: the merge writes the
-    events table on a thread of its own while its main thread keeps Polars' pool busy (a select
-    queued behind that work)."""
+    """The columns as stored: the times of OFFSETS whose base is in the table as offsets, and where
+    compact (write_table) events' entries as gaps, in place. Series arithmetic, in the calling
+    thread: the merge writes the events table on a thread of its own while its main thread keeps
+    Polars' pool busy (a select queued behind that work)."""
     def stored(n: str) -> pl.Series:
         if compact and n == "t_enter_ns" and "t_leave_ns" in df.columns:
             ended = df["t_leave_ns"].fill_null(df[n])
