@@ -1,6 +1,7 @@
 """A run stopped by a signal while its ranks were blocked (a time limit, Ctrl-C): the recorder keeps a
 blocking call's envelope from its entry, the merge the time each rank was stopped, and the diagnosis
-says what each rank waited for and whether they waited for each other (analysis/hang.py)."""
+says what each rank waited for and whether they waited for each other (analysis/hang.py); the
+statistics count the time until they were stopped."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import polars as pl
 import pytest
 from tests.conftest import MPICH, mpiscope_cli
 
+from mpiscope.analysis.stats import summarize
 from mpiscope.mpi.build import compile_program
 from mpiscope.trace import open_trace
 
@@ -78,13 +80,19 @@ def test_two_ranks_sending_to_each_other_first_are_a_deadlock(tmp_path):
 
 @pytest.mark.mpi(ranks=3)
 def test_ranks_waiting_for_a_rank_outside_mpi_are_a_hang_not_a_deadlock(tmp_path):
-    _, d = stopped_run(tmp_path, "outside")
+    out, d = stopped_run(tmp_path, "outside")
     first = d["findings"][0]
     assert first["kind"] == "hang", first
     assert first["cycle"] == [] and 2 in first["outside_mpi"]
     assert all(b["waits_for"] == [2] and b["call"] == "MPI_Allreduce" for b in first["blocked"]), first["blocked"]
     assert "rank 2 was outside MPI for the last" in first["text"], first["text"]
     assert first["suggestion"].startswith("find what rank 2 did after its last MPI call")
+    # the statistics count the blocked calls until the ranks were stopped, and rank 2's time outside MPI
+    st = summarize(open_trace(out))
+    allreduce = st.per_call.filter(pl.col("call") == "MPI_Allreduce")
+    assert allreduce["total_ns"][0] >= 2 * BLOCKED_S * 1e9 * 0.9, st.per_call
+    rank2 = st.per_rank.filter(pl.col("rank") == 2).row(0, named=True)
+    assert rank2["app_time_ns"] >= BLOCKED_S * 1e9 * 0.9 and rank2["outside_mpi_ns"] >= BLOCKED_S * 1e9 * 0.9, rank2
 
 
 @pytest.mark.mpi(ranks=3)

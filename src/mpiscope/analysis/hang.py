@@ -54,13 +54,9 @@ def _comm_name(comm: int | None) -> str:
 def hang_finding(trace: Trace) -> Finding | None:
     """The finding on a run stopped while ranks were blocked for HUNG_NS or more, else None."""
     states = {int(r): s for r, s in (trace.manifest.get("rank_states") or {}).items()}
-    ended = {int(r): int(ns) for r, ns in (trace.manifest.get("ended_ns") or {}).items()}
+    ended = trace.stopped_ns
     if not ended or "MPI_Abort" in states.values():
         return None
-    # A rank killed by SIGKILL has no stop time: the launcher kills the rest of a job right after the
-    # first rank dies of the signal all were sent, so it stopped when the last of the others did.
-    last = max(ended.values())
-    ended.update({r: last for r, s in states.items() if s == "cut off" and r not in ended})
     events = trace.events()
     stuck = (events.filter(pl.col("t_leave_ns").is_null() & pl.col("rank").is_in(list(ended)))
              .select("event", "rank", "thread", pl.col("call").cast(pl.Utf8), "t_enter_ns", "comm", "peer", "tag",

@@ -176,8 +176,14 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
 
     # A folded polling loop (count > 1) is one row spanning its calls: its time in MPI is
     # inside_ns, and its longest call is taken as its mean one (the calls' own times are not kept).
+    # A run stopped by a signal: a call that never returned lasted until its rank was stopped (a hung
+    # MPI_Recv took the 4.5 s the run hung, not 0), and so did the rank.
+    stopped = trace.stopped_ns
+    ended = (pl.col("rank").replace_strict(stopped, default=None, return_dtype=pl.Int64) if stopped
+             else pl.lit(None, pl.Int64))
     ev = trace.events().select(
-        "event", "rank", "thread", "call", "t_enter_ns", "t_leave_ns", "bytes", "recv_bytes", "coll_id", "callsite",
+        "event", "rank", "thread", "call", "t_enter_ns",
+        pl.coalesce("t_leave_ns", ended).alias("t_leave_ns"), "bytes", "recv_bytes", "coll_id", "callsite",
         "count", "inside_ns", "completed_by").with_columns(
         pl.coalesce("inside_ns", pl.col("t_leave_ns") - pl.col("t_enter_ns")).alias("dur_ns"),
         calls_in(list(ENV_CALLS)).alias("env")).with_columns((pl.col("dur_ns") / pl.col("count")).alias("per_call_ns"))
@@ -187,7 +193,7 @@ def summarize(trace: Trace, top: int = 20) -> Stats:
         pl.col("t_leave_ns").filter(calls_in(list(INIT_CALLS))).min().alias("t_start"),
         pl.col("t_enter_ns").filter(calls_in(list(FINALIZE_CALLS))).min().alias("t_fin"),
         pl.col("t_enter_ns").min().alias("t_first"),
-        pl.col("t_leave_ns").max().alias("t_last"),
+        pl.max_horizontal(pl.col("t_leave_ns").max(), ended.max()).alias("t_last"),  # stopped outside MPI
         pl.col("dur_ns").filter(~pl.col("env")).sum().alias("mpi_time_ns"),
         pl.col("dur_ns").filter(calls_in(file_io_calls(names))).sum().alias("io_time_ns"),  # in mpi_time_ns
         pl.col("bytes").filter(calls_in(file_io_calls(names, "read"))).sum().alias("io_bytes_read"),

@@ -162,6 +162,18 @@ class Trace:
                               .alias(column)).drop("_named"))
 
     @property
+    def stopped_ns(self) -> dict[int, int]:
+        """When each rank stopped by a signal was stopped (manifest ended_ns), on the trace's clock. A
+        rank killed by SIGKILL has no stop time: the launcher kills the rest of a job right after the
+        first rank dies of the signal all were sent, so it stopped when the last of the others did."""
+        ended = {int(r): int(ns) for r, ns in (self.manifest.get("ended_ns") or {}).items()}
+        if ended:
+            last = max(ended.values())
+            ended.update({int(r): last for r, s in (self.manifest.get("rank_states") or {}).items()
+                          if s == "cut off" and int(r) not in ended})
+        return ended
+
+    @property
     def event_count(self) -> int:
         """Calls in the events table, as the merge counted them (0 in a manifest without counts)."""
         return int(self.manifest.get("counts", {}).get("events", 0))
