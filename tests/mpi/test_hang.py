@@ -1,7 +1,7 @@
 """A run stopped by a signal while its ranks were blocked (a time limit, Ctrl-C): the recorder keeps a
 blocking call's envelope from its entry, the merge the time each rank was stopped, and the diagnosis
 says what each rank waited for and whether they waited for each other (analysis/hang.py); the
-statistics count the time until they were stopped."""
+statistics and the report count the time until they were stopped."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from tests.conftest import MPICH, mpiscope_cli
 
 from mpiscope.analysis.stats import summarize
 from mpiscope.mpi.build import compile_program
+from mpiscope.report.payload import per_family
+from mpiscope.report.source import FAMILIES, load_columns
 from mpiscope.trace import open_trace
 
 PROGRAM = Path(__file__).parent / "programs" / "hang.c"
@@ -67,6 +69,13 @@ def test_receive_never_sent_is_a_deadlock_with_its_envelope(tmp_path):
     assert blocked[1]["waited_ns"] >= BLOCKED_S * 1e9 * 0.9
     assert "for a message from rank 0 (tag 7)" in first["text"], first["text"]
     assert first["suggestion"].startswith("rank 0 never sent what rank 1 receives in MPI_Recv at main (hang.c:")
+    # the report: the run lasted until it was stopped, and rank 1's MPI time was its receive (p2p)
+    c = load_columns(t)
+    assert c.span_ns >= BLOCKED_S * 1e9 * 0.9 and c.t0_ns + c.span_ns == max(int(ns) for ns in ended.values())
+    stopped = {r: float(ns - c.t0_ns) for r, ns in t.stopped_ns.items()}
+    families = per_family(c.events.lazy(), c.ranks, c.vocab.calls, stopped)
+    assert families[1][FAMILIES.index("p2p")] >= BLOCKED_S * 1e9 * 0.9, families
+    assert families[0][FAMILIES.index("collective")] >= BLOCKED_S * 1e9 * 0.9, families
 
 
 @pytest.mark.mpi(ranks=3)

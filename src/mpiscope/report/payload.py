@@ -116,14 +116,19 @@ def summary(s: Stats) -> dict[str, Any]:
     }
 
 
-def per_family(events: pl.LazyFrame, ranks: int, call_names: list[str]) -> list[list[float]]:
+def per_family(events: pl.LazyFrame, ranks: int, call_names: list[str],
+               stopped: dict[int, float] | None = None) -> list[list[float]]:
     """Per rank (list index), ns in each family (list index = family code), over the calls that
-    count as MPI time in `stats` (not MPI_Init/Finalize/Pcontrol; calls that never returned
-    left out), so that a rank's families add up to its mpi_time_ns (within_mpi_time: where its
-    threads were in MPI at once)."""
+    count as MPI time in `stats` (not MPI_Init/Finalize/Pcontrol; a call that never returned until
+    its rank was stopped, `stopped` on the events' clock, else left out), so that a rank's families
+    add up to its mpi_time_ns (within_mpi_time: where its threads were in MPI at once)."""
     env = [i for i, n in enumerate(call_names) if n in ENV_CALLS]
+    until = pl.col("t1")
+    if stopped:
+        until = (pl.when(until.is_nan()).then(pl.col("rank").cast(pl.Int64).replace_strict(
+            stopped, default=float("nan"), return_dtype=pl.Float64)).otherwise(until))
     g = (
-        events.filter(~pl.col("call").is_in(env) & pl.col("t1").is_not_nan())
+        events.with_columns(until.alias("t1")).filter(~pl.col("call").is_in(env) & pl.col("t1").is_not_nan())
         .group_by("rank", "family")
         .agg((pl.col("t1") - pl.col("t0")).sum().alias("ns"))
         .collect()
@@ -240,7 +245,8 @@ def build(
             "per_call": s.per_call.to_dicts(),
             "posted_note": s.posted_note,
             "callsites": s.callsites.head(TOP_CALLSITES).with_columns(_short(pl.col("callsite"))).to_dicts(),
-            "per_family": within_mpi_time(per_family(events, ranks, v.calls), s.per_rank),
+            "per_family": within_mpi_time(per_family(events, ranks, v.calls, {
+                r: float(ns - t0_ns) for r, ns in trace.stopped_ns.items()}), s.per_rank),
             "matrix": matrix(trace, ranks),
             "size_hist": size_hist(trace),
         },

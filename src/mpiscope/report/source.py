@@ -52,7 +52,8 @@ def call_vocab(trace: Trace) -> tuple[list[str], np.ndarray]:
 
 
 def time_origin(trace: Trace) -> tuple[int, float]:
-    """(t0_ns, span_ns): the first entry, and the last leave (or entry) after it."""
+    """(t0_ns, span_ns): the first entry, and the last leave (or entry) after it; in a run stopped by a
+    signal, the last stop (a hung run lasted until then, its blocked calls drawn to the end)."""
     row = (
         trace.events()
         .select(
@@ -63,7 +64,7 @@ def time_origin(trace: Trace) -> tuple[int, float]:
     )
     if row["a"][0] is None:
         raise UsageError(no_calls(trace))
-    t0, t1 = int(row["a"][0]), int(row["b"][0])
+    t0, t1 = int(row["a"][0]), max(int(row["b"][0]), *trace.stopped_ns.values())
     return t0, float(max(t1 - t0, 1))
 
 
