@@ -78,7 +78,8 @@ def meta(trace: Trace, t0_ns: int, span_ns: float, mode: str) -> dict[str, Any]:
         "mpi": {"implementation": impl, "version": version},
         "host_cpus": {str(h): v.get("cpus") for h, v in (placed.get("hosts") or {}).items()},
         "t0_ns": t0_ns,
-        "span_ns": span_ns,
+        "span_ns": span_ns,  # to the last stop where ranks were stopped by a signal (`stopped`)
+        "stopped": bool(trace.stopped_ns),
         # the merge's counts; a table is counted only for a manifest without them
         **{name: int(counts[name]) if name in counts else int(getattr(trace, name)().select(pl.len()).collect().item())
            for name in ("events", "messages", "collectives")},

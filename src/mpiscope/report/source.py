@@ -64,7 +64,7 @@ def time_origin(trace: Trace) -> tuple[int, float]:
     )
     if row["a"][0] is None:
         raise UsageError(no_calls(trace))
-    t0, t1 = int(row["a"][0]), max(int(row["b"][0]), *trace.stopped_ns.values())
+    t0, t1 = int(row["a"][0]), max([int(row["b"][0]), *trace.stopped_ns.values()])
     return t0, float(max(t1 - t0, 1))
 
 

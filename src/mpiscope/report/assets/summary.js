@@ -79,7 +79,7 @@ MS.renderCards = function (host, data) {
     sub ? MS.el("div", { class: "c-sub" }, sub) : null);
   host.append(
     card("ranks", MS.fmtCount(m.ranks), MS.hostsLine([...hosts], m.host_cpus || {})),
-    card("duration", MS.fmtDur(m.span_ns), "first to last MPI event"),
+    card("duration", MS.fmtDur(m.span_ns), m.stopped ? "first MPI event to the stop (a signal)" : "first to last MPI event"),
     card("time in MPI", app ? MS.fmtPct(100 * mpi / app) : "–", "of the ranks' application time"),
     // the name alone fits the card ("Open MPI 4.1.4" was cut to "Open MPI 4…"); the version under it
     card("MPI", (m.mpi && m.mpi.implementation) || "unknown", m.mpi && m.mpi.version ? `version ${m.mpi.version}` : ""),
