@@ -308,7 +308,7 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
             ev, coll_id, start_id = _events(pool, rows, starts, calls, trace_dir)
         # a trace that fits in memory is stored for size (storage.py): its entries as gaps, its
         # messages' and collectives' times derived from the events
-        events_written = pool.submit(write_one, trace_dir, "events", ev, writers(ev.height), True)
+        events_written = pool.submit(write_one, trace_dir, "events", ev, writers(ev.height), compact=True)
         colls = collectives_table([(rows, coll_id), (starts, start_id)], comms, calls)
         messages = messages_table(p2p, si, ri, shifts, feasible)
         for name, df in (("messages", messages), ("collectives", colls), ("comms", comms)):
