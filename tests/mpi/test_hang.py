@@ -45,6 +45,10 @@ def stopped_run(tmp_path: Path, mode: str) -> tuple[Path, dict]:
     os.killpg(run.pid, signal.SIGINT)
     _, err = run.communicate(timeout=120)
     assert "Traceback" not in err, err
+    # stopped by Ctrl-C: the command says so and exits as a shell reports it (Hydra itself exits 0)
+    assert run.returncode == 128 + signal.SIGINT and "interrupted" in err, (run.returncode, err)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["interrupted"] is True and manifest["exit_code"] == 128 + signal.SIGINT
     done = mpiscope_cli(["diagnose", str(out), "--json", "-"])
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     return out, json.loads(done.stdout)

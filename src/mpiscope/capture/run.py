@@ -257,14 +257,20 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
     env.update(extra_env or {})
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env)
+    interrupted = False
     try:
         code = proc.wait()
     except KeyboardInterrupt:
+        interrupted = True
         proc.send_signal(signal.SIGINT)
         code = proc.wait()
+    if interrupted and code == 0:
+        # MPICH's Hydra exits 0 once it has passed a Ctrl-C on to the ranks it stopped; a command
+        # stopped by Ctrl-C exits 128 + SIGINT, as a shell reports it
+        code = 128 + signal.SIGINT
     seconds = time.perf_counter() - t0
     ranks = len(list((out / "raw").glob("rank-*.msc")))
-    manifest.update({"exit_code": code, "wall_seconds": seconds, "ranks": ranks,
+    manifest.update({"exit_code": code, "interrupted": interrupted, "wall_seconds": seconds, "ranks": ranks,
                      "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     write_manifest(out, manifest)
     return RunResult(code, out, seconds, manifest)

@@ -44,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
                              "add --bcast adaptive or --bcast binomial")
         return run_unrecorded(cmd, bcast)
     result = run_traced(cmd, args.out, force=args.force, paused=args.paused, bcast=bcast)
-    if result.exit_code != 0:
+    if result.manifest.get("interrupted"):
+        output.warn(f"the program was interrupted (Ctrl-C, exit code {result.exit_code}); merging what was recorded")
+    elif result.exit_code != 0:
         output.warn(f"the program exited with code {result.exit_code}; merging what was recorded")
     if not args.no_merge:
         try:
