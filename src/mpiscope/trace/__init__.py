@@ -98,7 +98,10 @@ class Trace:
     manifest: dict[str, Any]
     # what messages and collectives derive their times from, read once per Trace (storage.py): a
     # report reads them three times
-    _derivation_sources: dict[str, pl.DataFrame] = field(default_factory=dict, compare=False, repr=False)
+    _derivation_sources: dict[str, pl.DataFrame] = field(default_factory=dict, init=False, compare=False, repr=False)
+    # each table's scan, planned once per Trace (its files listed, schema read, calls' Enum built:
+    # ~1 ms a table, and a report asks for the events ~10 times)
+    _scans: dict[str, pl.LazyFrame] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def _derivation_source(self, name: str) -> pl.DataFrame:
         if name not in self._derivation_sources:
@@ -107,6 +110,11 @@ class Trace:
         return self._derivation_sources[name]
 
     def _scan(self, name: str) -> pl.LazyFrame:
+        if name not in self._scans:
+            self._scans[name] = self._planned_scan(name)
+        return self._scans[name]
+
+    def _planned_scan(self, name: str) -> pl.LazyFrame:
         files = table_files(self.path, name)
         if not files:
             raise TraceCorrupt(f"{self.path / name}.parquet is missing; merge the trace again: "
