@@ -23,7 +23,7 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import TraceCorrupt, UsageError
-from mpiscope.machine import available_memory, reused_heap, small_pages
+from mpiscope.machine import arrow_on_heap, available_memory, reused_heap, small_pages
 from mpiscope.parallel import Tasks, mpi_size
 from mpiscope.trace import is_merged
 from mpiscope.trace import record as R
@@ -168,7 +168,8 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     alone = in_memory or (mpi_size() <= 1 and Tasks.count(workers) == 1)
     with reused_heap() if alone else nullcontext():
         if in_memory:
-            return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
+            with arrow_on_heap():
+                return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
         return _merge_pieces(trace_dir, manifest, calls, files, missing, records, budget, workers, delete_raw, t0)
 
 
