@@ -162,15 +162,10 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
         files, missing = _read_ranks(trace_dir, calls, records=records)
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
-    # Freed arrays are kept for reuse (reused_heap) where one process does all the work: in memory
-    # (whatever --workers says), or its pieces one after the other; merging workers were slower
-    # with it (100 M records, 2 workers: 24.4 -> 26.4-28.8 s).
-    alone = in_memory or (mpi_size() <= 1 and Tasks.count(workers) == 1)
-    with reused_heap() if alone else nullcontext():
-        if in_memory:
-            with arrow_on_heap():
-                return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-        return _merge_pieces(trace_dir, manifest, calls, files, missing, records, budget, workers, delete_raw, t0)
+    if in_memory:
+        with reused_heap(), arrow_on_heap():
+            return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
+    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, budget, workers, delete_raw, t0)
 
 
 def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
@@ -195,7 +190,12 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                  f"may take of the {budget / 2**30:.2f} GiB budget ({_per_worker(budget, asked) / 2**30:.1f} GiB); "
                  f"give a larger --memory to use them all")]
         workers = n
-    with Tasks(workers, setup=worker_setup) as tasks:
+    # Freed arrays are kept for reuse (reused_heap) where one process does all the work, in memory
+    # (whatever --workers says) or its pieces one after the other, also when the budget left one
+    # process of those asked for (1,000 M records of 64 ranks, --workers 2: 483 s without, 382 s
+    # with); merging workers were slower with it (100 M records, 2 workers: 24.4 -> 26.4-28.8 s).
+    alone = mpi_size() <= 1 and n == 1
+    with reused_heap() if alone else nullcontext(), Tasks(workers, setup=worker_setup) as tasks:
         warnings = fewer + _file_warnings(trace_dir, files, missing)
         swaps, swap_warnings = bcast_swaps(trace_dir, files)
         nranks = _world(files, missing)
