@@ -41,23 +41,6 @@ def small_pages() -> Iterator[None]:
         setter(previous)
 
 
-@contextmanager
-def arrow_on_heap() -> Iterator[None]:
-    """pyarrow's buffers (the Parquet writer's pages) from malloc rather than its own mimalloc,
-    which gives freed pages back to the kernel and faults them in again: under reused_heap they
-    reuse the merge's freed arrays. Measured on the generated 10 M-record halo, merged in memory
-    (farm-bench, 12 pairs): wall 0.98x, system time 1.32 -> 1.23 s, peak 2.51 -> 2.45 GB. Not for
-    a merge in pieces, whose kept heap is sized for its NumPy arrays alone (its peak is near the
-    budget)."""
-    import pyarrow as pa
-
-    previous = pa.default_memory_pool()
-    pa.set_memory_pool(pa.system_memory_pool())
-    try:
-        yield
-    finally:
-        pa.set_memory_pool(previous)
-
 def require_memory(what: str, events: int, bytes_per_event: int, path: Path) -> None:
     """Refuse in one sentence a verb that holds every event of a trace in memory where the machine
     cannot, rather than be killed for it."""

@@ -23,7 +23,7 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import TraceCorrupt, UsageError
-from mpiscope.machine import arrow_on_heap, available_memory, reused_heap, small_pages
+from mpiscope.machine import available_memory, reused_heap, small_pages
 from mpiscope.parallel import Tasks, mpi_size
 from mpiscope.trace import is_merged
 from mpiscope.trace import record as R
@@ -163,7 +163,7 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     if in_memory:
-        with reused_heap(), arrow_on_heap():
+        with reused_heap():
             return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
     return _merge_pieces(trace_dir, manifest, calls, files, missing, records, budget, workers, delete_raw, t0)
 
