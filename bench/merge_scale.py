@@ -14,6 +14,10 @@ ru_maxrss (os.wait4) is a floor. Between runs everything the merge wrote is
 deleted (NAME.parquet files, NAME/ datasets, spills) and the manifest restored;
 the raw files stay. Progress goes to stderr, the table to stdout.
 
+The workers column says "2 (ran 1)" (JSON: `processes_used`, and `pieces`) where the merge used
+fewer processes than asked, as its manifest says: a merge in memory is one process, and a merge
+in pieces one whose budget holds one rank's records only on fewer.
+
 `--memory` and `--workers` are passed where `mpiscope merge --help` lists them
 (--flags auto); with a merge that has no --workers, runs with more than one
 worker are skipped with a line saying so. `--mpiexec N` adds a run under
@@ -38,6 +42,7 @@ Targets (issue 22, 2 cores, 24 GiB): peak <= the --memory budget at every size;
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -176,6 +181,15 @@ def merged_sizes(trace: Path) -> tuple[int | None, int]:
         return None, written
 
 
+def merged_how(trace: Path) -> dict[str, Any]:
+    """How the merge went, as its manifest says (pieces, buckets, the processes that merged: fewer
+    than --workers asked where the budget holds one rank's records on fewer), {} if it does not."""
+    try:
+        return dict(json.loads((trace / "manifest.json").read_text()).get("merge") or {})
+    except (OSError, ValueError):
+        return {}
+
+
 def merge_flags(mode: str) -> set[str]:
     """The options of issue 22 this `mpiscope merge` takes (--flags auto: from its --help)."""
     if mode != "auto":
@@ -258,6 +272,7 @@ def bench_size(size: Size, configs: list[Config], args: argparse.Namespace, flag
     raw = sum(f.stat().st_blocks * 512 for f in (size.trace / "raw").iterdir())
     runs: dict[int, list[Run]] = {i: [] for i in range(len(configs))}
     merged: dict[int, tuple[int | None, int]] = {}
+    how: dict[int, dict[str, Any]] = {}
     for rep in range(args.repeat):
         order = list(range(len(configs)))
         for i in order if rep % 2 == 0 else order[::-1]:  # ABBA: neither always goes first
@@ -266,14 +281,19 @@ def bench_size(size: Size, configs: list[Config], args: argparse.Namespace, flag
             r = run_child(cmd, env)
             runs[i].append(r)
             merged[i] = merged_sizes(size.trace) if r.error is None else (None, 0)
+            how[i] = merged_how(size.trace) if r.error is None else {}
             c = configs[i]
-            output.info(f"  merge {c.launcher} workers={c.workers}: {r.seconds:.1f} s, "
+            ran = how[i].get("workers")
+            output.info(f"  merge {c.launcher} workers={c.workers}"
+                        + (f" (ran on {ran})" if c.launcher == "local" and ran and ran != c.workers else "")
+                        + f": {r.seconds:.1f} s, "
                         f"{size.events / r.seconds / 1e6:.2f} M events/s, peak {r.peak_rss_bytes / 2**30:.2f} GiB"
                         + (f"  FAILED {r.error}" if r.error else ""))
     for i, c in enumerate(configs):
         rows, written = merged.get(i, (None, 0))
         size.rows.append(row(size, "merge", runs[i], c.workers, c.launcher, args.memory_bytes,
-                             {"raw_bytes": raw, "event_rows": rows, "output_bytes": written}))
+                             {"raw_bytes": raw, "event_rows": rows, "output_bytes": written,
+                              "processes_used": how.get(i, {}).get("workers"), "pieces": how.get(i, {}).get("pieces")}))
     last = (order if args.repeat % 2 == 1 else order[::-1])[-1]  # the merge whose tables are there now
     if not args.no_stats and runs[last][-1].error is None:
         s = run_child([*MPISCOPE, "stats", str(size.trace), "--json", "-"])
@@ -409,7 +429,9 @@ def print_table(rows: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> No
                  ["verb", "events", "ranks", "workers", "s", "M events/s", "target", "peak GiB", "budget GiB",
                   "meets"],
                  [[r["verb"], f"{r['events']:,}", r["ranks"],
-                   r["workers"] if r["launcher"] == "local" else f"mpiexec -n {r['workers'] + 1}",
+                   (r["workers"] if r.get("processes_used") in (None, r["workers"]) else
+                    f"{r['workers']} (ran {r['processes_used']})") if r["launcher"] == "local"
+                   else f"mpiexec -n {r['workers'] + 1}",
                    f"{r['seconds']:.2f}" if r["seconds"] else "-",
                    f"{r['events_per_s'] / 1e6:.2f}" if r["events_per_s"] else "-",
                    f">= {r['target_events_per_s'] / 1e6:.0f}" if r["target_events_per_s"] else "-",
