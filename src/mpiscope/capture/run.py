@@ -256,18 +256,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
     env.update(bcast_env(bcast) if bcast else {ENV_MODE: "library"})
     env.update(extra_env or {})
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env)
-    interrupted = False
-    try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        interrupted = True
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait()
-    if interrupted and code == 0:
-        # MPICH's Hydra exits 0 once it has passed a Ctrl-C on to the ranks it stopped; a command
-        # stopped by Ctrl-C exits 128 + SIGINT, as a shell reports it
-        code = 128 + signal.SIGINT
+    code, interrupted = _wait(subprocess.Popen(cmd, env=env))
     seconds = time.perf_counter() - t0
     ranks = len(list((out / "raw").glob("rank-*.msc")))
     manifest.update({"exit_code": code, "interrupted": interrupted, "wall_seconds": seconds, "ranks": ranks,
@@ -287,9 +276,15 @@ def run_unrecorded(cmd: list[str], bcast: dict[str, Any]) -> int:
     env.pop("MPISCOPE_DIR", None)
     env["LD_PRELOAD"] = ":".join(filter(None, [str(library / "libmpiscope.so"), env.get("LD_PRELOAD")]))
     env.update(bcast_env(bcast))
-    proc = subprocess.Popen(cmd, env=env)
+    return _wait(subprocess.Popen(cmd, env=env))[0]
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, bool]:
+    """(exit code, whether Ctrl-C stopped it) of the launched job; Ctrl-C is passed on to it. MPICH's
+    Hydra exits 0 once it has passed a Ctrl-C on to the ranks it stopped: a job stopped by Ctrl-C
+    exits 128 + SIGINT, as a shell reports it."""
     try:
-        return proc.wait()
+        return proc.wait(), False
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
-        return proc.wait()
+        return proc.wait() or 128 + signal.SIGINT, True
