@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
-from tests.conftest import MPICH, record_python
+from tests.conftest import MPICH, mpiscope_cli, record_python
 
 from mpiscope.analysis.diagnose import diagnose
+from mpiscope.mpi.build import compile_program
+from mpiscope.trace import open_trace
 from mpiscope.trace import record as R
 
 N = 4
@@ -254,3 +258,18 @@ def test_standard_abi_program_without_an_abi_build_stops_with_one_line(tmp_path,
     assert done.returncode != 0
     assert done.stderr.count("is built for the MPI standard ABI (libmpi_abi)") == 1, done.stderr
     assert "Segmentation" not in done.stderr + done.stdout
+
+
+@pytest.mark.mpi(ranks=2)
+def test_an_ignored_sigint_stops_neither_the_program_nor_its_recording(tmp_path, build_dir, any_mpi):
+    """A program that ignores SIGINT (a shell's background job does) goes on after one, and the
+    recorder, which stopped the recording on any SIGINT, records what follows."""
+    exe = compile_program(Path(__file__).parent / "programs" / "ignores_sigint.c", mpicc=str(any_mpi.mpicc),
+                          out_dir=build_dir / f"ignores_sigint-{any_mpi.name}")
+    out = tmp_path / "t"
+    done = mpiscope_cli(["run", "--out", str(out), "--", *any_mpi.launch(2), str(exe)], env=any_mpi.environ())
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    t = open_trace(out)
+    assert t.manifest["rank_states"] == {"0": "finished", "1": "finished"}
+    barriers = by_call(t.events().collect(), "MPI_Barrier")
+    assert barriers.group_by("rank").len().sort("rank")["len"].to_list() == [10, 10]

@@ -2,7 +2,9 @@
  * disposition act. Records are already in the kernel's page cache (shared
  * file mapping), so nothing needs writing; only async-signal-safe calls here.
  * SIGKILL cannot be caught: such a file keeps state RUNNING, and the reader
- * reports the rank as cut off.
+ * reports the rank as cut off. A signal the program ignores (SIGINT and
+ * SIGQUIT of a shell's background job) stays ignored: it stops neither the
+ * program nor its recording.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -24,8 +26,6 @@ static void on_fatal(int sig, siginfo_t *info, void *ctx)
     struct sigaction *old = &previous[i];
     if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
         old->sa_sigaction(sig, info, ctx);
-    } else if (old->sa_handler == SIG_IGN) {
-        return;
     } else if (old->sa_handler != SIG_DFL) {
         old->sa_handler(sig);
     } else {
@@ -43,5 +43,9 @@ void msc_signals_install(void)
     sa.sa_sigaction = on_fatal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < NFATAL; i++) sigaction(fatal[i], &sa, &previous[i]);
+    for (size_t i = 0; i < NFATAL; i++) {
+        sigaction(fatal[i], &sa, &previous[i]);
+        if (!(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN)
+            sigaction(fatal[i], &previous[i], NULL);
+    }
 }
