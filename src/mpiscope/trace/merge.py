@@ -192,7 +192,7 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         workers = n
     # Freed arrays are kept for reuse (reused_heap) where one process does all the work, in memory
     # (whatever --workers says) or its pieces one after the other, also when the budget left one
-    # process of those asked for (1,000 M records of 64 ranks, --workers 2: 483 s without, 382 s
+    # process of those asked for (1,000 M records of 64 ranks, --workers 2: 483 s without, 375 s
     # with); merging workers were slower with it (100 M records, 2 workers: 24.4 -> 26.4-28.8 s).
     alone = mpi_size() <= 1 and n == 1
     with reused_heap() if alone else nullcontext(), Tasks(workers, setup=worker_setup) as tasks:
