@@ -217,7 +217,7 @@ def write_table(df: pl.DataFrame, path: Path, compact: bool = False) -> None:
     Arrow schema (decode casts the strings back: 18 ms more per 6.7 M calls read, the name Enum
     ~10 KB less per file). Else the layout of a merge in pieces, whose large tables are read by
     rank and time range: entries timestamps with statistics, calls an Enum read as one."""
-    table = encode(df, compact).to_arrow()
+    table = _required(encode(df, compact).to_arrow())
     encoding: dict[str, str] = {}
     compression: dict[str, str] = {}
     for field in table.schema:
@@ -234,6 +234,16 @@ def write_table(df: pl.DataFrame, path: Path, compact: bool = False) -> None:
                    compression_level={n: 1 for n, c in compression.items() if c == "zstd"},
                    use_dictionary=[n for n in table.column_names if n not in encoding],
                    column_encoding=encoding, write_batch_size=8192, store_schema=not compact)
+
+
+def _required(table: pa.Table) -> pa.Table:
+    """The table with each flat column that holds no null stored as a required column: an optional
+    column's definition levels cost as much to encode as its values to compress (8 columns of 6.7 M
+    int64, no nulls: 0.85 -> 0.60 CPU-s). Readers see the same columns; a dataset's parts may differ
+    in this, which Polars and Arrow datasets read as one optional column."""
+    fields = [f.with_nullable(False) if f.nullable and not pa.types.is_nested(f.type) and not column.null_count
+              else f for f, column in zip(table.schema, table.columns)]
+    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
 
 
 def write_table_v3(df: pl.DataFrame, path: Path) -> None:
