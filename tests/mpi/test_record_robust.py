@@ -273,3 +273,28 @@ def test_an_ignored_sigint_stops_neither_the_program_nor_its_recording(tmp_path,
     assert t.manifest["rank_states"] == {"0": "finished", "1": "finished"}
     barriers = by_call(t.events().collect(), "MPI_Barrier")
     assert barriers.group_by("rank").len().sort("rank")["len"].to_list() == [10, 10]
+
+
+@pytest.mark.mpi(ranks=2)
+@pytest.mark.parametrize("handler", ["returns", "exit"])
+def test_a_programs_own_sigterm_handler_decides_whether_the_recording_goes_on(tmp_path, build_dir, any_mpi, handler):
+    """A program that handles SIGTERM itself and goes on after one (a checkpoint before the batch
+    system's SIGKILL) is recorded to its end; the recorder stopped the recording on any SIGTERM (5
+    of 10 barriers). A handler that ends the process leaves the rank stopped by the signal."""
+    exe = compile_program(Path(__file__).parent / "programs" / "handles_sigterm.c", mpicc=str(any_mpi.mpicc),
+                          out_dir=build_dir / f"handles_sigterm-{any_mpi.name}")
+    out = tmp_path / "t"
+    args = ["exit"] if handler == "exit" else []
+    done = mpiscope_cli(["run", "--out", str(out), "--", *any_mpi.launch(2), str(exe), *args], env=any_mpi.environ())
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    t = open_trace(out)
+    barriers = by_call(t.events().collect(), "MPI_Barrier").group_by("rank").len().sort("rank")["len"].to_list()
+    if handler == "returns":
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert t.manifest["rank_states"] == {"0": "finished", "1": "finished"}
+        assert barriers == [10, 10]
+    else:
+        assert done.returncode != 0
+        assert t.manifest["rank_states"] == {"0": "killed by a signal", "1": "killed by a signal"}
+        assert set(t.manifest["ended_ns"]) == {"0", "1"}
+        assert barriers == [5, 5]

@@ -78,8 +78,12 @@ static void forked_child(void)
 
 static void at_exit(void)
 {
-    if (msc_hdr && __atomic_load_n(&msc_hdr->state, __ATOMIC_ACQUIRE) == MSC_STATE_RUNNING)
+    if (!msc_hdr) return;
+    uint32_t state = __atomic_load_n(&msc_hdr->state, __ATOMIC_ACQUIRE);
+    if (state == MSC_STATE_RUNNING)
         msc_stop(MSC_STATE_EXITED, 0);
+    else if (state == MSC_STATE_SIGNALED && msc_in_signal_handler())
+        msc_stop(MSC_STATE_SIGNALED, msc_hdr->end_signal);  /* the program's handler of it calls exit: ended now */
 }
 
 static int open_trace(int rank, int size)

@@ -185,6 +185,7 @@ void msc_clock_pair(uint64_t *tick, uint64_t *ns);
 void msc_boot_id(char *buf, size_t size);
 void msc_clock_sync(MPI_Comm comm, const char *boot_id, int64_t *offset, int64_t *rtt, uint64_t *at);
 void msc_signals_install(void);
+int msc_in_signal_handler(void);  /* inside the program's own handler of a fatal signal */
 
 /* hand-written calls, shared by the C and Fortran entry points */
 void msc_start(uint16_t call, uint64_t t0, void *site);
