@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import MPICH, mpiscope_cli
 
 from mpiscope.analysis.stats import summarize
+from mpiscope.capture.run import STOP_GRACE_S
 from mpiscope.mpi.build import compile_program
 from mpiscope.report.payload import per_family
 from mpiscope.report.source import FAMILIES, load_columns
@@ -28,13 +29,16 @@ BLOCKED_S = 2.5  # how long the ranks are left blocked before the signal (HUNG_N
 
 
 def stopped_run(tmp_path: Path, mode: str) -> tuple[Path, dict]:
-    """Record hang.c MODE on 3 ranks, stop it BLOCKED_S after it said "ready" with SIGINT to its
+    """Record hang.c MODE (or hang.py: "python") on 3 ranks, stop it BLOCKED_S after it said "ready" with SIGINT to its
     process group (as Ctrl-C in a terminal, or `timeout -s INT`, does), and return the trace and its
     diagnosis as JSON."""
-    prog = compile_program(PROGRAM, mpicc=str(MPICH.mpicc), out_dir=tmp_path / "bin")
+    if mode == "python":
+        program = [sys.executable, str(PROGRAM.with_suffix(".py"))]
+    else:
+        program = [str(compile_program(PROGRAM, mpicc=str(MPICH.mpicc), out_dir=tmp_path / "bin")), mode]
     out = tmp_path / mode
     run = subprocess.Popen([sys.executable, "-m", "mpiscope", "run", "--out", str(out), "--",
-                            *MPICH.launch(3), str(prog), mode],
+                            *MPICH.launch(3), *program],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=MPICH.environ(),
                            start_new_session=True)
     assert run.stdout is not None
@@ -80,6 +84,27 @@ def test_receive_never_sent_is_a_deadlock_with_its_envelope(tmp_path):
     families = per_family(c.events.lazy(), c.ranks, c.vocab.calls, stopped)
     assert families[1][FAMILIES.index("p2p")] >= BLOCKED_S * 1e9 * 0.9, families
     assert families[0][FAMILIES.index("collective")] >= BLOCKED_S * 1e9 * 0.9, families
+
+
+@pytest.mark.mpi(ranks=3)
+def test_a_python_rank_blocked_in_mpi_is_stopped_and_diagnosed(tmp_path):
+    """Python's SIGINT handler sets a flag and returns, so Ctrl-C left an mpi4py job blocked in MPI
+    running, and `mpiscope run` waiting for ever (Polars' SIGINT handler restarts its waitpid): the
+    job is sent SIGTERM STOP_GRACE_S later. The recording goes on through Python's handler and ends
+    at the SIGTERM; the deadlock is found."""
+    started = time.monotonic()
+    out, d = stopped_run(tmp_path, "python")
+    assert time.monotonic() - started < BLOCKED_S + STOP_GRACE_S + 60
+    t = open_trace(out)
+    assert set(t.manifest["rank_states"].values()) == {"killed by a signal"}, t.manifest["rank_states"]
+    recv = t.events().filter((pl.col("rank") == 1) & pl.col("t_leave_ns").is_null()).collect()
+    assert recv["call"].to_list() == ["MPI_Mprobe"] and (recv["peer"][0], recv["tag"][0]) == (0, 7)
+    # blocked until the SIGTERM, not the Ctrl-C: the grace is part of the wait
+    assert int(t.manifest["ended_ns"]["1"]) - recv["t_enter_ns"][0] >= (BLOCKED_S + STOP_GRACE_S) * 1e9 * 0.9
+    first = d["findings"][0]
+    assert first["kind"] == "deadlock" and first["cycle"] == [1, 0, 1], first
+    blocked = {b["rank"]: b for b in first["blocked"]}
+    assert blocked[1]["call"] == "MPI_Mprobe" and blocked[1]["waits_for"] == [0]
 
 
 @pytest.mark.mpi(ranks=3)

@@ -276,15 +276,16 @@ def test_an_ignored_sigint_stops_neither_the_program_nor_its_recording(tmp_path,
 
 
 @pytest.mark.mpi(ranks=2)
-@pytest.mark.parametrize("handler", ["returns", "exit"])
+@pytest.mark.parametrize("handler", ["returns", "exit", "kill"])
 def test_a_programs_own_sigterm_handler_decides_whether_the_recording_goes_on(tmp_path, build_dir, any_mpi, handler):
     """A program that handles SIGTERM itself and goes on after one (a checkpoint before the batch
     system's SIGKILL) is recorded to its end; the recorder stopped the recording on any SIGTERM (5
-    of 10 barriers). A handler that ends the process leaves the rank stopped by the signal."""
+    of 10 barriers). A handler that ends the process leaves the rank stopped by the signal; a rank
+    killed by SIGKILL after it went on was stopped after its last call, not at the SIGTERM."""
     exe = compile_program(Path(__file__).parent / "programs" / "handles_sigterm.c", mpicc=str(any_mpi.mpicc),
                           out_dir=build_dir / f"handles_sigterm-{any_mpi.name}")
     out = tmp_path / "t"
-    args = ["exit"] if handler == "exit" else []
+    args = [handler] if handler != "returns" else []
     done = mpiscope_cli(["run", "--out", str(out), "--", *any_mpi.launch(2), str(exe), *args], env=any_mpi.environ())
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     t = open_trace(out)
@@ -293,8 +294,14 @@ def test_a_programs_own_sigterm_handler_decides_whether_the_recording_goes_on(tm
         assert done.returncode == 0, done.stderr[-3000:]
         assert t.manifest["rank_states"] == {"0": "finished", "1": "finished"}
         assert barriers == [10, 10]
-    else:
+    if handler == "exit":
         assert done.returncode != 0
         assert t.manifest["rank_states"] == {"0": "killed by a signal", "1": "killed by a signal"}
         assert set(t.manifest["ended_ns"]) == {"0", "1"}
         assert barriers == [5, 5]
+    if handler == "kill":  # SIGKILL after the program went on: it ran until its last call at least
+        assert done.returncode != 0
+        assert t.manifest["rank_states"] == {"0": "cut off", "1": "cut off"} and barriers == [10, 10]
+        last = t.events().group_by("rank").agg(pl.col("t_enter_ns").max()).collect()
+        for rank, entered in last.iter_rows():
+            assert int(t.manifest["ended_ns"][str(rank)]) >= entered

@@ -279,12 +279,44 @@ def run_unrecorded(cmd: list[str], bcast: dict[str, Any]) -> int:
     return _wait(subprocess.Popen(cmd, env=env))[0]
 
 
+# After Ctrl-C, how long the job may take to stop on its own before the launcher is sent SIGTERM
+# (which the launchers pass on to the ranks), and then SIGKILL. A terminal's Ctrl-C reaches the
+# launcher too, which stops ranks that die of SIGINT at once; a rank that handles SIGINT and goes on
+# stops only at the SIGTERM (Python's handler raises KeyboardInterrupt once a call returns: a rank
+# blocked in MPI never does). Not a second SIGINT: MPICH's Hydra, told twice, kills its ranks
+# (their files cut off) and may then wait for ever.
+STOP_GRACE_S = 3.0
+KILL_GRACE_S = 10.0
+
+
 def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, bool]:
-    """(exit code, whether Ctrl-C stopped it) of the launched job; Ctrl-C is passed on to it. MPICH's
-    Hydra exits 0 once it has passed a Ctrl-C on to the ranks it stopped: a job stopped by Ctrl-C
-    exits 128 + SIGINT, as a shell reports it."""
+    """(exit code, whether Ctrl-C stopped it) of the launched job. After Ctrl-C the job is sent
+    SIGTERM STOP_GRACE_S later and SIGKILL KILL_GRACE_S after that (or at the next Ctrl-C); it
+    exits 128 + SIGINT, as a shell reports a job stopped by Ctrl-C (MPICH's Hydra exits 0 once
+    it has passed a Ctrl-C on to the ranks it stopped)."""
     try:
-        return proc.wait(), False
+        return _until_exit(proc), False
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        return proc.wait() or 128 + signal.SIGINT, True
+        pass
+    for sig, grace in ((None, STOP_GRACE_S), (signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+        if sig is not None:
+            proc.send_signal(sig)
+        try:
+            _until_exit(proc, grace)
+            break
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            continue
+    return 128 + signal.SIGINT, True
+
+
+def _until_exit(proc: subprocess.Popen[bytes], timeout: float | None = None) -> int:
+    """proc.wait() that Ctrl-C interrupts. Polars installs its SIGINT handler with SA_RESTART, under
+    which the kernel restarts the blocking waitpid of a wait without timeout: Ctrl-C was seen only
+    once the job ended by itself (a job whose ranks go on after SIGINT: never). A wait with a timeout
+    polls, and its sleeps end at a signal."""
+    while True:
+        try:
+            return proc.wait(timeout=60.0 if timeout is None else timeout)
+        except subprocess.TimeoutExpired:
+            if timeout is not None:
+                raise

@@ -68,6 +68,7 @@ class Outcome:
     lost: str
     stuck: dict[str, str]
     t0_ns: int
+    latest: dict[int, int]
 
 
 def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int, side_bytes: int) -> Plan:
@@ -149,7 +150,8 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         unmatched_recvs=sum(m.unmatched_recvs for m in matched), shifts=shifts, feasible=feasible,
         refused=_refused(matched, bounds), lost=_lost(matched, damaged),
         stuck={k: v for s in surveys for k, v in s.stuck.items()},
-        t0_ns=min(firsts) if counts.sum() else 0)
+        t0_ns=min(firsts) if counts.sum() else 0,
+        latest={r: ns for s in surveys for r, ns in s.latest.items()})
 
 
 def _write_piece(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, keys: np.ndarray,

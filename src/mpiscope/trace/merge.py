@@ -47,6 +47,7 @@ from mpiscope.trace.tables import (
     collectives_table,
     event_rows,
     events_frame,
+    latest_entries,
     lift_persistent_starts,
     messages_table,
     nullable,
@@ -213,8 +214,8 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         warnings.append(o.lost)
     counts = {"events": o.events, "messages": o.messages, "collectives": o.collectives,
               "unmatched_sends": o.unmatched_sends, "unmatched_recvs": o.unmatched_recvs}
-    _finish(trace_dir, manifest, files, missing, nranks, counts, o.stuck, o.shifts, o.t0_ns, swaps, warnings,
-            {"pieces": len(p.pieces), "buckets": p.buckets, "workers": tasks.workers, "memory_budget": budget})
+    _finish(trace_dir, manifest, files, missing, nranks, counts, o.stuck, o.shifts, o.latest, o.t0_ns, swaps,
+            warnings, {"pieces": len(p.pieces), "buckets": p.buckets, "workers": tasks.workers, "memory_budget": budget})
     return MergeResult(o.events, o.messages, o.collectives, o.unmatched_sends, o.unmatched_recvs,
                        time.perf_counter() - t0, warnings)
 
@@ -293,6 +294,7 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
         # kernels, NumPy, Polars and pyarrow release the GIL.
         matched = pool.submit(_match, rec, links, nranks, windows, shift_bounds(files, nranks))
         rows = event_rows(rec, links, calls)
+        latest = latest_entries(rows)
         add_recv_bytes(rec, rows, starts, starts["record"], recorded)
         add_completed_bytes(rows, links)
         add_outcomes(rec, rows)
@@ -327,14 +329,14 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
     counts = {"events": nevents, "messages": messages.height, "collectives": colls.height,
               "unmatched_sends": unmatched_s, "unmatched_recvs": unmatched_r}
     t_first = int(rows["t_enter"].min()) if nevents else 0
-    _finish(trace_dir, manifest, files, missing, nranks, counts, stuck, shifts, t_first, swaps, warnings,
+    _finish(trace_dir, manifest, files, missing, nranks, counts, stuck, shifts, latest, t_first, swaps, warnings,
             {"pieces": 1, "buckets": 1, "workers": 1})
     return MergeResult(nevents, messages.height, colls.height, unmatched_s, unmatched_r,
                        time.perf_counter() - t0, warnings)
 
 
 def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], missing: dict[int, str], nranks: int,
-            counts: dict[str, int], stuck: dict[str, str], shifts: np.ndarray, t0_ns: int,
+            counts: dict[str, int], stuck: dict[str, str], shifts: np.ndarray, latest: dict[int, int], t0_ns: int,
             swaps: list[dict[str, Any]], warnings: list[str], how: dict[str, int]) -> None:
     """The manifest of the merged trace."""
     clocks = rank_clocks(files)
@@ -346,7 +348,7 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
         "truncated_ranks": [f.rank for f in files if f.cut_off],
         "unfinished_calls": stuck,
-        "ended_ns": _ended(files, clocks, shifts),
+        "ended_ns": _ended(files, clocks, shifts, latest),
         "hosts": {str(f.rank): f.header["hostname"].decode(errors="replace") for f in files},
         "placement": placement({f.rank: f.header for f in files}),
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
@@ -365,15 +367,19 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
     write_manifest(trace_dir, manifest)
 
 
-def _ended(files: list[RankFile], clocks: dict[int, RankClock], shifts: np.ndarray) -> dict[str, int]:
+def _ended(files: list[RankFile], clocks: dict[int, RankClock], shifts: np.ndarray,
+           latest: dict[int, int]) -> dict[str, int]:
     """When each rank that did not finish was stopped (a fatal signal, MPI_Abort), on the trace's
     clock: a call it was inside lasted until then, which its record (no exit) cannot say. A rank
-    killed by SIGKILL has no such time."""
+    killed by SIGKILL has no such time, but for the last signal its program handled and went on
+    after (runtime/signals.c): it ran at least until then, and until its latest entry (`latest`,
+    before the shifts)."""
     ended = {}
     for f in files:
         ns = int(f.header["ns_end"])
         if f.cut_off and ns and int(f.header["tick_end"]):
-            ended[str(f.rank)] = clocks[f.rank].global_ns(ns) + (int(shifts[f.rank]) if f.rank < shifts.size else 0)
+            at = max(clocks[f.rank].global_ns(ns), latest.get(f.rank, 0))
+            ended[str(f.rank)] = at + (int(shifts[f.rank]) if f.rank < shifts.size else 0)
     return ended
 
 

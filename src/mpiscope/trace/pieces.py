@@ -30,8 +30,8 @@ from mpiscope.trace.reader import RankFile, read_rank_file
 from mpiscope.trace.received import add_completed_bytes, add_recv_bytes, take_back
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_parts, writers
-from mpiscope.trace.tables import (Rows, event_rows, events_frame, lift_persistent_starts, nullable, persistent_starts,
-                                   shift_rows)
+from mpiscope.trace.tables import (Rows, event_rows, events_frame, latest_entries, lift_persistent_starts, nullable,
+                                   persistent_starts, shift_rows)
 
 
 def worker_setup() -> None:
@@ -63,6 +63,7 @@ class Survey:
     recvs: int
     stuck: dict[str, str]
     windows: dict[int, Window]
+    latest: dict[int, int]      # rank -> its latest entry (ns, before clock shifts)
 
 
 @dataclass
@@ -115,6 +116,7 @@ def survey(whole: Whole, piece: int, ranks: list[int], shifts: np.ndarray | None
         del p2p
     stuck = stuck_calls(r.rec, whole.calls)
     rows = rows_of(whole, r)
+    latest = latest_entries(rows)
     starts, windows = r.starts, r.windows
     del r  # the records: the rows are all the shares need
     if shifts is not None:
@@ -122,7 +124,7 @@ def survey(whole: Whole, piece: int, ranks: list[int], shifts: np.ndarray | None
         shift_rows(starts, shifts)
     share = partials(coll_rows(rows, starts), piece)
     share.write_parquet(whole.spill / f"colls-{piece:06d}.parquet")
-    return Survey(int(rows["event"].size), sends, recvs, stuck, windows)
+    return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest)
 
 
 def stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:

@@ -33,6 +33,15 @@ def nullable(values: np.ndarray, valid: np.ndarray, name: str) -> pl.Series:
     return pl.Series(name, pl.from_arrow(array))
 
 
+def latest_entries(rows: Rows) -> dict[int, int]:
+    """Each rank's latest entry among rows in (rank, time) order."""
+    rank, enter = rows["rank"], rows["t_enter"]
+    if not rank.size:
+        return {}
+    first = np.r_[0, np.flatnonzero(np.diff(rank)) + 1]
+    return dict(zip(rank[first].tolist(), np.maximum.reduceat(enter, first).tolist()))
+
+
 def role_is(role: np.ndarray, *roles: str) -> np.ndarray:
     """role in roles, through a table over the role codes: one gather (np.isin sorts)."""
     table = np.zeros(len(ROLES), bool)

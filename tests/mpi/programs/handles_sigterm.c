@@ -2,7 +2,8 @@
  * halfway through. With no argument the handler sets a flag and returns: the
  * program goes on (as one that writes a checkpoint before a batch system's
  * SIGTERM turns into SIGKILL) and so must its recording. With "exit" the
- * handler ends the process (_exit(3)): the rank was stopped by the signal. */
+ * handler ends the process (_exit(3)): the rank was stopped by the signal.
+ * With "kill" the program goes on and then dies of SIGKILL before MPI_Finalize. */
 #include <mpi.h>
 #include <signal.h>
 #include <string.h>
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 5; i++) MPI_Barrier(MPI_COMM_WORLD);
     raise(SIGTERM);
     for (int i = 0; i < 5; i++) MPI_Barrier(MPI_COMM_WORLD);
+    if (argc > 1 && strcmp(argv[1], "kill") == 0) raise(SIGKILL);
     MPI_Finalize();
     return asked_to_stop ? 0 : 1;
 }

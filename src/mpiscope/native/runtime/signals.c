@@ -9,10 +9,12 @@
  * A signal the program handles itself may end it (the handler calls _exit,
  * exit or abort) or not: a handler that sets a flag and returns lets the
  * program go on, to write a checkpoint before a batch system's SIGTERM turns
- * into SIGKILL, say, with MPI calls. While its handler runs, the file says the
- * signal stopped the rank at the time it came (what a handler that ends the
- * process leaves), and the recording goes on; when the handler returns, the
- * file is running again.
+ * into SIGKILL, say, with MPI calls; Python's handler of SIGINT returns too,
+ * and a rank blocked in MPI then never raises KeyboardInterrupt. While the
+ * handler runs, the file says the signal stopped the rank at the time it came
+ * (what a handler that ends the process leaves), and the recording goes on;
+ * when the handler returns, the file is running again and keeps that time: a
+ * rank killed later by SIGKILL (a launcher told twice) ran at least until then.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -40,7 +42,7 @@ static void mark_signaled(int sig)
 }
 
 /* The program's handler of sig returned: the file is running again, unless the handler
- * ended the recording otherwise (MPI_Finalize, MPI_Abort inside it). */
+ * ended the recording otherwise (MPI_Finalize, MPI_Abort inside it); the time stays. */
 static void unmark_signaled(int sig)
 {
     uint32_t marked = MSC_STATE_SIGNALED;
@@ -49,8 +51,6 @@ static void unmark_signaled(int sig)
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;
     msc_hdr->end_signal = 0;
-    msc_hdr->tick_end = 0;
-    msc_hdr->ns_end = 0;
 }
 
 static void on_fatal(int sig, siginfo_t *info, void *ctx)
