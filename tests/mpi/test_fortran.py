@@ -159,7 +159,8 @@ def test_fortran_mpi_io_recorded(tmp_path, fortran_mpi, source):
 @pytest.mark.mpi(ranks=4)
 def test_fortran_cart_create_makes_one_communicator(tmp_path, fortran_mpi):
     """MPICH's Fortran MPI_CART_CREATE calls the C MPI_Cart_create: both wrappers saw the new handle,
-    and the trace had a second 4-rank communicator that no call used."""
+    and the trace had a second 4-rank communicator that no call used. Call sites in a module
+    procedure and an external one are named as the source names them."""
     t = record_program("cart_f.f90", 4, tmp_path, fortran_mpi)
     comms = t.comms().collect()
     four = comms.filter(pl.col("comm_size") == 4)
@@ -168,6 +169,10 @@ def test_fortran_cart_create_makes_one_communicator(tmp_path, fortran_mpi):
     assert len(cart) == 1 and cart[0] != 0
     assert sorted(four["comm"].to_list()) == [0, cart[0]], comms
     assert t.collectives().collect().filter(pl.col("comm") == cart[0]).height == 1
+    # gfortran's symbols (__cart_ops_MOD_reduce, release_) read as the source names the procedures
+    sites = dict(ev.select("call", pl.col("callsite").cast(pl.Utf8)).unique().iter_rows())
+    assert sites["MPI_Allreduce"].startswith("cart_ops::reduce (cart_f.f90:"), sites
+    assert sites["MPI_Comm_free"].startswith("release (cart_f.f90:"), sites
 
 
 @pytest.mark.mpi(ranks=2)

@@ -79,8 +79,10 @@ def compile_program(source: Path, mpicc: str | None = None, extra: list[str] | N
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
     libs = ["-lm", "-lpthread"] if source.suffix == ".c" else []
-    done = subprocess.run([compiler, *flags, str(source), "-o", str(tmp), *libs],
-                          capture_output=True, text=True, check=False)
+    # in a directory of its own: a Fortran compiler writes a .mod file per module where it runs
+    with tempfile.TemporaryDirectory(dir=out.parent) as work:
+        done = subprocess.run([compiler, *flags, str(source.absolute()), "-o", str(tmp.absolute()), *libs],
+                              capture_output=True, text=True, check=False, cwd=work)
     if done.returncode != 0:
         tmp.unlink(missing_ok=True)
         first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip()[:200])

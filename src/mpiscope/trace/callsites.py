@@ -101,8 +101,33 @@ def _function_at(functions: tuple[np.ndarray, np.ndarray, list[str]], off: int) 
     return names[i] if i >= 0 and off - 1 < ends[i] else None
 
 
+_GFORTRAN_MODULE = re.compile(r"__(\w+?)_MOD_(\w+)")      # gfortran: __comm_MOD_exchange
+_FLANG_NAME = re.compile(r"_Q((?:[MFP][a-z0-9_$]+)+)")      # LLVM flang: _QMcommPexchange
+_FLANG_PART = re.compile(r"[MFP]([a-z0-9_$]+)")
+_INTEL_MODULE = re.compile(r"([a-z0-9_$]+?)_mp_([a-z0-9_$]+)_")  # ifort/ifx: comm_mp_exchange_
+_FORTRAN_SOURCE = re.compile(r"\.(f|for|ftn|f77|f90|f95|f03|f08|fpp)$", re.IGNORECASE)
+
+
+def fortran_name(func: str, where: str) -> str:
+    """A Fortran procedure as its source names it: the compilers' symbols for module procedures
+    (gfortran's __MOD_, LLVM flang's _QM..P.., Intel's _mp_) as module::procedure, the trailing
+    underscore of an external procedure dropped where the line is in a Fortran source file (a C
+    function may end in one); anything else as it is."""
+    if m := _GFORTRAN_MODULE.fullmatch(func):
+        return f"{m[1]}::{m[2]}"
+    if m := _FLANG_NAME.fullmatch(func):
+        return "::".join(_FLANG_PART.findall(m[1]))
+    if m := _INTEL_MODULE.fullmatch(func):
+        return f"{m[1]}::{m[2]}"
+    source = where.rsplit(":", 1)[0]
+    if func.endswith("_") and not func.endswith("__") and _FORTRAN_SOURCE.search(source):
+        return func[:-1]
+    return func
+
+
 def _label(module: str, off: int, func: str, where: str) -> str:
     name = Path(module).name
+    func = fortran_name(func, where)
     if where and not where.startswith("??"):
         return f"{func} ({Path(where.rsplit(':', 1)[0]).name}:{where.rsplit(':', 1)[1]})"
     if func and func != "??":
