@@ -105,13 +105,17 @@ else:
 
 def test_send_receives_say_what_they_received(tmp_path: Path) -> None:
     """A send-receive's bytes are what it sent; the per-call table's received column has its message's
-    (it was blank: CoMD's halo of MPI_Sendrecv showed only what it sent)."""
+    (it was blank: CoMD's halo of MPI_Sendrecv showed only what it sent). Its call site is the
+    mpi4py method the program called."""
     from tests.conftest import record_python
 
     trace = record_python(tmp_path, SENDRECV_PROGRAM, 2)
-    per_call = json.loads(mpiscope_cli(["stats", str(trace.path), "--json", "-"]).stdout)["per_call"]
-    (row,) = [c for c in per_call if c["call"].startswith("MPI_Sendrecv")]
+    stats = json.loads(mpiscope_cli(["stats", str(trace.path), "--json", "-"]).stdout)
+    (row,) = [c for c in stats["per_call"] if c["call"].startswith("MPI_Sendrecv")]
     assert (row["bytes"], row["recv_bytes"]) == (80, 16), row
+    # mpi4py's call sites by their Python names (they read __pyx_pw_6mpi4py_3MPI_4Comm_..Sendrecv (MPI.c:?))
+    sites = {c["call"].removesuffix("_c"): c["callsite"] for c in stats["callsites"]}
+    assert sites["MPI_Sendrecv"] == "mpi4py.MPI.Comm.Sendrecv" and sites["MPI_Recv"] == "mpi4py.MPI.Comm.Recv", sites
 
 
 @pytest.mark.parametrize("verb", ["stats", "diagnose"])

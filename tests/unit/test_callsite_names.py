@@ -1,10 +1,11 @@
-"""Fortran compilers' symbols read as the source names the procedures (callsites.fortran_name)."""
+"""Compilers' symbols read as the source names the procedures: Fortran's (callsites.fortran_name)
+and Cython's, for Python programs (callsites.cython_name)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mpiscope.trace.callsites import fortran_name
+from mpiscope.trace.callsites import cython_name, fortran_name
 
 
 @pytest.mark.parametrize("symbol, where, name", [
@@ -21,3 +22,18 @@ from mpiscope.trace.callsites import fortran_name
 ])
 def test_fortran_symbols_read_as_the_source_names_them(symbol, where, name):
     assert fortran_name(symbol, where) == name
+
+
+@pytest.mark.parametrize("symbol, name", [
+    ("__pyx_pw_6mpi4py_3MPI_4Comm_71Recv", "mpi4py.MPI.Comm.Recv"),        # a method (counter 71)
+    ("__pyx_pw_6mpi4py_3MPI_4Comm_261sendrecv", "mpi4py.MPI.Comm.sendrecv"),
+    ("__pyx_f_6mpi4py_3MPI_PyMPI_recv", "mpi4py.MPI.PyMPI_recv"),          # a cdef function
+    ("__pyx_pw_6mpi4py_3MPI_9_commctx_inter", "mpi4py.MPI._commctx_inter"),  # 9: a counter, not a length
+    ("__pyx_f_6mpi4py_3MPI_10_p_msg_cco_for_allgather", "mpi4py.MPI._p_msg_cco.for_allgather"),
+    ("__pyx_pw_8petsc4py_5PETSc_3Vec_45norm", "petsc4py.PETSc.Vec.norm"),
+    ("__pyx_tp_new_6mpi4py_3MPI_Comm", None),
+    ("main", None),
+    ("__pyx_pw_", None),
+])
+def test_cython_symbols_read_as_python_names(symbol, name):
+    assert cython_name(symbol) == name

@@ -125,8 +125,34 @@ def fortran_name(func: str, where: str) -> str:
     return func
 
 
+_CYTHON_FUNCTION = re.compile(r"__pyx_(?:pw|pf|f)_(\d.*)")  # a Python-visible or a cdef function
+
+
+def cython_name(func: str) -> str | None:
+    """The dotted Python name of a Cython-generated function (mpi4py, petsc4py, ...), or None:
+    __pyx_pw_6mpi4py_3MPI_4Comm_71Recv is mpi4py.MPI.Comm.Recv. Each scope is its length and its
+    name and an underscore; the function is a counter and its name, or its name alone."""
+    m = _CYTHON_FUNCTION.fullmatch(func)
+    if not m:
+        return None
+    rest, parts = m[1], []
+    while (d := re.match(r"\d+", rest)) is not None:
+        n, after = int(d[0]), rest[d.end():]
+        if len(after) > n and after[n] == "_" and after[:n].isidentifier():
+            parts.append(after[:n])  # a scope: module, package or class
+            rest = after[n + 1:]
+        else:
+            rest = after  # the counter of a Python-visible function
+            break
+    return ".".join([*parts, rest]) if parts and rest.isidentifier() else None
+
+
 def _label(module: str, off: int, func: str, where: str) -> str:
     name = Path(module).name
+    if python := cython_name(func):
+        # a Python program's call through a Cython binding: the binding's C source and line say
+        # nothing to its user, the function's Python name does
+        return python
     func = fortran_name(func, where)
     if where and not where.startswith("??"):
         return f"{func} ({Path(where.rsplit(':', 1)[0]).name}:{where.rsplit(':', 1)[1]})"
