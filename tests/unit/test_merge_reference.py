@@ -61,3 +61,16 @@ def test_tables_equal_reference(tmp_path: Path, name: str) -> None:
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     got_manifest = {k: manifest[k] for k in MANIFEST_KEYS} | {"causality_shift_ns": manifest["clock"]["causality_shift_ns"]}
     assert got_manifest == json.loads((DATA / name / "manifest-expected.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["p2pmodes", "coll"])
+def test_tables_held_in_memory_are_the_tables(tmp_path: Path, name: str) -> None:
+    """Trace.hold (a report's one read of its tables) changes nothing the frames give."""
+    with tarfile.open(DATA / name / "trace.tar.xz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    merge_trace(tmp_path)
+    scanned, held = open_trace(tmp_path, merge=False), open_trace(tmp_path, merge=False)
+    held.hold("events", "messages")
+    for table in TABLES:
+        a, b = getattr(scanned, table)().collect(), getattr(held, table)().collect()
+        assert a.schema == b.schema and a.equals(b, null_equal=True), table

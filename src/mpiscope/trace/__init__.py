@@ -132,6 +132,16 @@ class Trace:
         except (pl.exceptions.PolarsError, OSError) as e:
             raise unreadable(self.path, name, e) from e
 
+    def hold(self, *names: str) -> None:
+        """Read tables into memory once, for a verb that holds all their rows anyway: its queries
+        then read the rows in memory, where each lazy scan decoded the Parquet files again (a
+        report reads the events ~10 times; messages derive their times from the events each time)."""
+        for name in names:
+            try:
+                self._scans[name] = self._scan(name).collect().lazy()
+            except (pl.exceptions.PolarsError, OSError) as e:
+                raise unreadable(self.path, name, e) from e
+
     def events(self) -> pl.LazyFrame:
         return _with_outcomes(_with_recv_bytes(self._scan("events")))
 
