@@ -56,7 +56,7 @@ class Plan:
 
 @dataclass
 class Outcome:
-    """What the merge in pieces found, for the manifest (merge.py)."""
+    """What a merge found, in memory or in pieces, for the manifest (merge.py)."""
     events: int
     messages: int
     collectives: int

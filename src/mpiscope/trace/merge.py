@@ -28,7 +28,7 @@ from mpiscope.parallel import Tasks, mpi_size
 from mpiscope.trace import is_merged
 from mpiscope.trace import record as R
 from mpiscope.trace.bcast import bcast_swaps
-from mpiscope.trace.bounded import SPILL, merge_in_pieces, plan, raw_records, remove_raw
+from mpiscope.trace.bounded import SPILL, Outcome, merge_in_pieces, plan, raw_records, remove_raw
 from mpiscope.trace.buckets import lost_sentence, refused_sentence
 from mpiscope.trace.clocks import RankClock, ShiftBounds, causality_shifts, clock_problem, rank_clocks, shift_bounds
 from mpiscope.trace.columns import CallTable, Records, build_records, comm_table
@@ -208,16 +208,9 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
-    warnings += swap_warnings
-    _clock_warnings(warnings, o.shifts, o.feasible, o.refused)
-    if o.lost:
-        warnings.append(o.lost)
-    counts = {"events": o.events, "messages": o.messages, "collectives": o.collectives,
-              "unmatched_sends": o.unmatched_sends, "unmatched_recvs": o.unmatched_recvs}
-    _finish(trace_dir, manifest, files, missing, nranks, counts, o.stuck, o.shifts, o.latest, o.t0_ns, swaps,
-            warnings, {"pieces": len(p.pieces), "buckets": p.buckets, "workers": tasks.workers, "memory_budget": budget})
-    return MergeResult(o.events, o.messages, o.collectives, o.unmatched_sends, o.unmatched_recvs,
-                       time.perf_counter() - t0, warnings)
+    return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings + swap_warnings,
+                     {"pieces": len(p.pieces), "buckets": p.buckets, "workers": tasks.workers,
+                      "memory_budget": budget}, t0)
 
 
 def _per_worker(budget: int, n: int) -> int:
@@ -320,26 +313,35 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
     if delete_raw:
         for f in files:
             remove_raw(trace_dir, f.rank)
-    _clock_warnings(warnings, shifts, feasible, refused)
     nevents = int(rows["event"].size)
-    unmatched_s, unmatched_r = p2p.sends.size - si.size, p2p.recvs.size - ri.size
-    lost = _lost_messages(p2p, si, ri, set(windows) | set(missing))
-    if lost:
-        warnings.append(lost)
-    counts = {"events": nevents, "messages": messages.height, "collectives": colls.height,
-              "unmatched_sends": unmatched_s, "unmatched_recvs": unmatched_r}
-    t_first = int(rows["t_enter"].min()) if nevents else 0
-    _finish(trace_dir, manifest, files, missing, nranks, counts, stuck, shifts, latest, t_first, swaps, warnings,
-            {"pieces": 1, "buckets": 1, "workers": 1})
-    return MergeResult(nevents, messages.height, colls.height, unmatched_s, unmatched_r,
+    o = Outcome(events=nevents, messages=messages.height, collectives=colls.height,
+                unmatched_sends=p2p.sends.size - si.size, unmatched_recvs=p2p.recvs.size - ri.size,
+                shifts=shifts, feasible=feasible, refused=refused,
+                lost=_lost_messages(p2p, si, ri, set(windows) | set(missing)), stuck=stuck,
+                t0_ns=int(rows["t_enter"].min()) if nevents else 0, latest=latest)
+    return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings,
+                     {"pieces": 1, "buckets": 1, "workers": 1}, t0)
+
+
+def _conclude(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], missing: dict[int, str],
+              nranks: int, o: Outcome, swaps: list[dict[str, Any]], warnings: list[str], how: dict[str, int],
+              t0: float) -> MergeResult:
+    """What either merge found, in the manifest (with the clocks' and the lost messages' warnings
+    after the others) and in the result."""
+    _clock_warnings(warnings, o.shifts, o.feasible, o.refused)
+    if o.lost:
+        warnings.append(o.lost)
+    _finish(trace_dir, manifest, files, missing, nranks, o, swaps, warnings, how)
+    return MergeResult(o.events, o.messages, o.collectives, o.unmatched_sends, o.unmatched_recvs,
                        time.perf_counter() - t0, warnings)
 
 
 def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], missing: dict[int, str], nranks: int,
-            counts: dict[str, int], stuck: dict[str, str], shifts: np.ndarray, latest: dict[int, int], t0_ns: int,
-            swaps: list[dict[str, Any]], warnings: list[str], how: dict[str, int]) -> None:
+            o: Outcome, swaps: list[dict[str, Any]], warnings: list[str], how: dict[str, int]) -> None:
     """The manifest of the merged trace."""
     clocks = rank_clocks(files)
+    counts = {"events": o.events, "messages": o.messages, "collectives": o.collectives,
+              "unmatched_sends": o.unmatched_sends, "unmatched_recvs": o.unmatched_recvs}
     manifest.update({
         "merged": True,
         "merged_by": __version__,
@@ -347,14 +349,14 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
         "counts": {**counts, "dropped": int(sum(int(f.header["dropped"]) for f in files))},
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
         "truncated_ranks": [f.rank for f in files if f.cut_off],
-        "unfinished_calls": stuck,
-        "ended_ns": _ended(files, clocks, shifts, latest),
+        "unfinished_calls": o.stuck,
+        "ended_ns": _ended(files, clocks, o.shifts, o.latest),
         "hosts": {str(f.rank): f.header["hostname"].decode(errors="replace") for f in files},
         "placement": placement({f.rank: f.header for f in files}),
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
                   "ranks": [c.to_dict() for c in clocks.values()],
-                  "causality_shift_ns": shifts.tolist()},
-        "t0_ns": t0_ns,
+                  "causality_shift_ns": o.shifts.tolist()},
+        "t0_ns": o.t0_ns,
         "bcast": {**manifest.get("bcast", {"mode": "library"}), "swaps": swaps},
         "recv_bytes_recorded": all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files),
         "missing_ranks": {str(r): reason for r, reason in missing.items()},
