@@ -31,6 +31,11 @@ def test_fortran_symbols_read_as_the_source_names_them(symbol, where, name):
     ("__pyx_pw_6mpi4py_3MPI_9_commctx_inter", "mpi4py.MPI._commctx_inter"),  # 9: a counter, not a length
     ("__pyx_f_6mpi4py_3MPI_10_p_msg_cco_for_allgather", "mpi4py.MPI._p_msg_cco.for_allgather"),
     ("__pyx_pw_8petsc4py_5PETSc_3Vec_45norm", "petsc4py.PETSc.Vec.norm"),
+    # a counter that reads as a scope's length: 3Get_ would be a scope "Get"
+    ("__pyx_pw_6mpi4py_3MPI_13Distgraphcomm_3Get_dist_neighbors_count",
+     "mpi4py.MPI.Distgraphcomm.Get_dist_neighbors_count"),
+    ("__pyx_pw_6mpi4py_3MPI_4Comm_7__bool__", "mpi4py.MPI.Comm.__bool__"),
+    ("__pyx_f_6mpi4py_3MPI_PyMPI_bcast_p2p.constprop.0", "mpi4py.MPI.PyMPI_bcast_p2p"),  # a GCC clone
     ("__pyx_tp_new_6mpi4py_3MPI_Comm", None),
     ("main", None),
     ("__pyx_pw_", None),

@@ -125,26 +125,35 @@ def fortran_name(func: str, where: str) -> str:
     return func
 
 
-_CYTHON_FUNCTION = re.compile(r"__pyx_(?:pw|pf|f)_(\d.*)")  # a Python-visible or a cdef function
+_CYTHON_FUNCTION = re.compile(r"__pyx_(pw|pf|f)_(\d.*)")  # a Python-visible or a cdef function
+_COMPILER_CLONE = re.compile(r"(\.(constprop|isra|part|cold|lto_priv)\.\d+)+$")  # GCC's copies
 
 
 def cython_name(func: str) -> str | None:
     """The dotted Python name of a Cython-generated function (mpi4py, petsc4py, ...), or None:
-    __pyx_pw_6mpi4py_3MPI_4Comm_71Recv is mpi4py.MPI.Comm.Recv. Each scope is its length and its
-    name and an underscore; the function is a counter and its name, or its name alone."""
-    m = _CYTHON_FUNCTION.fullmatch(func)
-    if not m:
-        return None
-    rest, parts = m[1], []
-    while (d := re.match(r"\d+", rest)) is not None:
+    __pyx_pw_6mpi4py_3MPI_4Comm_71Recv is mpi4py.MPI.Comm.Recv. Each scope (module, class) is its
+    length, its name and an underscore; a Python-visible function (pw, pf) is a counter and its
+    name, a cdef one (f) its name."""
+    m = _CYTHON_FUNCTION.fullmatch(_COMPILER_CLONE.sub("", func))
+    return ".".join(found) if m and (found := _cython_parts(m[2], [], m[1] != "f")) else None
+
+
+def _cython_parts(rest: str, scopes: list[str], counted: bool) -> list[str] | None:
+    """The deepest reading of `rest` as scopes and a function: a counter can look like a scope's
+    length (13Distgraphcomm_3Get_dist_neighbors_count: the class, then counter 3), so a reading
+    that leaves no function is undone."""
+    if (d := re.match(r"\d+", rest)) is not None:
         n, after = int(d[0]), rest[d.end():]
         if len(after) > n and after[n] == "_" and after[:n].isidentifier():
-            parts.append(after[:n])  # a scope: module, package or class
-            rest = after[n + 1:]
-        else:
-            rest = after  # the counter of a Python-visible function
-            break
-    return ".".join([*parts, rest]) if parts and rest.isidentifier() else None
+            deeper = _cython_parts(after[n + 1:], [*scopes, after[:n]], counted)
+            if deeper:
+                return deeper
+    if not scopes:
+        return None
+    if counted:
+        f = re.fullmatch(r"\d+([A-Za-z_]\w*)", rest)
+        return [*scopes, f[1]] if f else None
+    return [*scopes, rest] if rest.isidentifier() else None
 
 
 def _label(module: str, off: int, func: str, where: str) -> str:
