@@ -42,3 +42,11 @@ def test_fortran_symbols_read_as_the_source_names_them(symbol, where, name):
 ])
 def test_cython_symbols_read_as_python_names(symbol, name):
     assert cython_name(symbol) == name
+
+
+def test_compiler_clones_are_named_as_their_function(tmp_path):
+    """GCC's copies of a function (.constprop.0, .isra.0, .part.0) are the function the source has."""
+    from mpiscope.trace.callsites import _label
+
+    assert _label("/bin/app", 0x1234, "exchange.constprop.0", "??:0") == "exchange (app+0x1234)"
+    assert _label("/bin/app", 0x1234, "__halo_MOD_swap.isra.0", "/src/halo.f90:7") == "halo::swap (halo.f90:7)"

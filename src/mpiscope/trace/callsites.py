@@ -162,7 +162,7 @@ def _label(module: str, off: int, func: str, where: str) -> str:
         # a Python program's call through a Cython binding: the binding's C source and line say
         # nothing to its user, the function's Python name does
         return python
-    func = fortran_name(func, where)
+    func = fortran_name(_COMPILER_CLONE.sub("", func), where)
     if where and not where.startswith("??"):
         return f"{func} ({Path(where.rsplit(':', 1)[0]).name}:{where.rsplit(':', 1)[1]})"
     if func and func != "??":
