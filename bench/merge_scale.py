@@ -283,10 +283,8 @@ def bench_size(size: Size, configs: list[Config], args: argparse.Namespace, flag
             merged[i] = merged_sizes(size.trace) if r.error is None else (None, 0)
             how[i] = merged_how(size.trace) if r.error is None else {}
             c = configs[i]
-            ran = how[i].get("workers")
-            output.info(f"  merge {c.launcher} workers={c.workers}"
-                        + (f" (ran on {ran})" if c.launcher == "local" and ran and ran != c.workers else "")
-                        + f": {r.seconds:.1f} s, "
+            workers = workers_label(c.workers, how[i].get("workers")) if c.launcher == "local" else c.workers
+            output.info(f"  merge {c.launcher} workers={workers}: {r.seconds:.1f} s, "
                         f"{size.events / r.seconds / 1e6:.2f} M events/s, peak {r.peak_rss_bytes / 2**30:.2f} GiB"
                         + (f"  FAILED {r.error}" if r.error else ""))
     for i, c in enumerate(configs):
@@ -304,6 +302,11 @@ def bench_size(size: Size, configs: list[Config], args: argparse.Namespace, flag
     if runs[last][-1].error is None:
         run_verbs(size, args.verb_list, args.memory_bytes)
     reset(size.trace, manifest)
+
+
+def workers_label(asked: int, used: int | None) -> int | str:
+    """The workers asked for, and those the merge used where it used fewer (its manifest says)."""
+    return asked if used in (None, 0, asked) else f"{asked} (ran {used})"
 
 
 def torus_for(ranks: int) -> str:
@@ -429,8 +432,7 @@ def print_table(rows: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> No
                  ["verb", "events", "ranks", "workers", "s", "M events/s", "target", "peak GiB", "budget GiB",
                   "meets"],
                  [[r["verb"], f"{r['events']:,}", r["ranks"],
-                   (r["workers"] if r.get("processes_used") in (None, r["workers"]) else
-                    f"{r['workers']} (ran {r['processes_used']})") if r["launcher"] == "local"
+                   workers_label(r["workers"], r.get("processes_used")) if r["launcher"] == "local"
                    else f"mpiexec -n {r['workers'] + 1}",
                    f"{r['seconds']:.2f}" if r["seconds"] else "-",
                    f"{r['events_per_s'] / 1e6:.2f}" if r["events_per_s"] else "-",
