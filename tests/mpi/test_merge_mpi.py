@@ -10,19 +10,24 @@ import sys
 
 import pytest
 from tests.conftest import MPICH
-from tests.unit.test_merge_pieces import assert_same_merge, budget_for, copy, in_pieces_only
+from tests.unit.test_merge_pieces import assert_same_merge, budget_for, copy, cut_everywhere, in_pieces_only
 
 from mpiscope.trace.merge import merge_trace
 
 
 @pytest.mark.parametrize("name,ranks,args", [("halo", 4, []), ("nbc", 4, []), ("threads", 2, []),
-                                            ("persistent", 4, [])])
-def test_recorded_pieces_equal_in_memory(run_traced, tmp_path, name, ranks, args, monkeypatch) -> None:
+                                            ("persistent", 4, []), ("p2pmodes", 2, []), ("rma", 4, [])])
+@pytest.mark.parametrize("cut", [False, True], ids=["whole-ranks", "ranks-cut"])
+def test_recorded_pieces_equal_in_memory(run_traced, tmp_path, name, ranks, args, cut, monkeypatch) -> None:
+    """ranks-cut: every rank cut at each of its quiet points (quiet.py), its pieces merged apart."""
     whole = run_traced(name, ranks, args=args).path
     pieces = copy(whole, tmp_path / "pieces")
     in_pieces_only(monkeypatch)
+    if cut:
+        cut_everywhere(monkeypatch)
     merge_trace(pieces, memory=budget_for(pieces))
-    assert json.loads((pieces / "manifest.json").read_text())["merge"]["pieces"] >= 2
+    how = json.loads((pieces / "manifest.json").read_text())["merge"]
+    assert how["pieces"] >= (ranks + 1 if cut and name != "threads" else 2), how
     assert_same_merge(whole, pieces)
 
 

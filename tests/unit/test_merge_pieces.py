@@ -11,6 +11,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -19,6 +20,7 @@ from mpiscope.errors import UsageError
 from mpiscope.trace import merge, open_trace, storage
 from mpiscope.trace.merge import BASE_BYTES, PIECE_BYTES_PER_RECORD, merge_trace
 from mpiscope.trace.reader import rank_files, read_rank_file
+from mpiscope.trace.synthetic import halo_trace
 
 DATA = Path(__file__).parent.parent / "data" / "merge"
 SAME_MANIFEST = ("counts", "ranks", "t0_ns", "warnings", "unfinished_calls", "truncated_ranks", "clock",
@@ -71,15 +73,27 @@ def in_pieces_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(merge, "PEAK_BYTES_PER_RECORD", 1 << 30)
 
 
+def cut_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rank that can be cut is cut where its quiet points allow pieces of a sixteenth of the
+    largest rank's records (of 2 records at least: small ranks at every quiet point)."""
+    monkeypatch.setattr(merge, "most_records", lambda records, *_: max(2, max(records.values()) // 16))
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.iterdir()))
-def test_pieces_equal_in_memory(extracted, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("cut", [False, True], ids=["whole-ranks", "ranks-cut"])
+def test_pieces_equal_in_memory(extracted, tmp_path: Path, name: str, cut: bool,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
     whole = extracted(name)
     pieces = copy(whole, tmp_path / "pieces")
     merge_trace(whole)
     in_pieces_only(monkeypatch)
+    if cut:
+        cut_everywhere(monkeypatch)
     merge_trace(pieces, memory=budget_for(pieces))
     how = json.loads((pieces / "manifest.json").read_text())["merge"]
-    assert how["pieces"] >= 2 and how["buckets"] >= 1, how
+    ranks = len(rank_files(pieces))
+    assert how["pieces"] >= (ranks + 1 if cut and name not in ("threads", "churn") else 2), how
+    assert how["buckets"] >= 1, how
     assert (pieces / "events").is_dir() and not (pieces / "events.parquet").exists()
     assert not (pieces / ".merge-spill").exists()
     assert_same_merge(whole, pieces)
@@ -148,6 +162,46 @@ def test_merged_again_in_memory_replaces_the_dataset(extracted) -> None:
     merge_trace(trace)
     assert (trace / "events.parquet").is_file() and not (trace / "events").exists()
     assert open_trace(trace).events().select(pl.len()).collect().item() == 1809
+
+
+def test_a_rank_larger_than_a_piece_is_cut(extracted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """skew5 with a budget that holds a third of its largest rank: refused before ranks were cut
+    at quiet points, now merged in pieces of parts of ranks, on two worker processes too."""
+    whole = extracted("skew5")
+    merge_trace(whole)
+    largest = max(read_rank_file(p, 4096).size for p in rank_files(whole))
+    in_pieces_only(monkeypatch)
+    for workers in (1, 2):
+        pieces = copy(whole, tmp_path / f"pieces-{workers}")
+        memory = BASE_BYTES + workers * (largest * PIECE_BYTES_PER_RECORD // 3 + (BASE_BYTES if workers > 1 else 0))
+        result = merge_trace(pieces, memory=memory, workers=workers, delete_raw=workers == 2)
+        how = json.loads((pieces / "manifest.json").read_text())["merge"]
+        assert how["pieces"] >= 3 * len(rank_files(whole)) and how["workers"] == workers, how
+        assert not any("instead of" in w for w in result.warnings), result.warnings
+        assert not list((pieces / "raw").glob("*.msc")) or workers == 1
+        assert_same_merge(whole, pieces)
+
+
+def test_a_cut_rank_reads_only_its_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A piece of a cut rank reads the blocks that hold its records (the generated halo's
+    are sealed: their headers count them), which are those of the whole file; and the
+    pieces give the in-memory merge's tables."""
+    whole = tmp_path / "whole"
+    halo_trace(whole, 2, 400_000)  # 2 MiB blocks: ~43,000 records each
+    path = whole / "raw" / "rank-000000.msc"
+    full = read_rank_file(path, 4096)
+    n = full.size
+    for span in ((0, n // 3), (n // 3, 2 * n // 3 + 7), (n - 5, n)):
+        part = read_rank_file(path, 4096, span)
+        assert len(part.blocks) < len(full.blocks) and not part.gaps
+        assert (np.concatenate(part.blocks) == full.records[span[0]:span[1]]).all()
+    pieces = copy(whole, tmp_path / "pieces")
+    merge_trace(whole)
+    in_pieces_only(monkeypatch)
+    monkeypatch.setattr(merge, "most_records", lambda records, *_: max(records.values()) // 4)
+    merge_trace(pieces, memory=budget_for(pieces))
+    assert json.loads((pieces / "manifest.json").read_text())["merge"]["pieces"] >= 8
+    assert_same_merge(whole, pieces)
 
 
 def test_budget_too_small_says_what_it_needs(extracted) -> None:

@@ -1,7 +1,8 @@
 """A merge in pieces, in bounded memory, on worker processes or the ranks of an MPI job (issue 22).
 
-The ranks are split into pieces whose records fit the memory budget, the
-messages into envelope buckets that do. Every step works on one piece or one
+The ranks are split into pieces whose records fit the memory budget (a rank
+too large for one is cut at quiet points: quiet.py), the messages into
+envelope buckets that do. Every step works on one piece or one
 bucket at a time, with today's kernels, and spills what the next step needs
 to the trace directory (.merge-spill/, removed at the end):
 
@@ -41,7 +42,8 @@ from mpiscope.trace.buckets import (
 )
 from mpiscope.trace.clocks import ShiftBounds
 from mpiscope.trace.instances import assemble
-from mpiscope.trace.pieces import Survey, Whole, survey, write_events
+from mpiscope.trace.pieces import Piece, Survey, Whole, survey, write_events
+from mpiscope.trace.quiet import spans
 from mpiscope.trace.reader import RANK_FILE, rank_files
 from mpiscope.trace.storage import install_dataset, write_one
 
@@ -50,7 +52,7 @@ SPILL = ".merge-spill"
 
 @dataclass
 class Plan:
-    pieces: list[list[int]]   # ranks of each piece, in rank order
+    pieces: list[Piece]   # in rank order, a cut rank's in record order
     buckets: int
 
 
@@ -71,20 +73,31 @@ class Outcome:
     latest: dict[int, int]
 
 
-def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int, side_bytes: int) -> Plan:
-    """Contiguous rank ranges of at most per_worker bytes (piece_bytes per record), at least two
-    per worker where there are enough ranks (the last pieces then finish together), and enough
-    buckets for the sides (at most one per record) to fit per_worker at side_bytes each."""
+def most_records(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int) -> int:
+    """The records a piece may hold: per_worker bytes at piece_bytes each, and on several workers
+    at most half a worker's share (the last pieces then finish together)."""
     total = sum(records.values())
-    most = max(1, min(per_worker // piece_bytes, -(-total // (2 * workers)) if workers > 1 else total))
-    pieces: list[list[int]] = []
+    return max(1, min(per_worker // piece_bytes, -(-total // (2 * workers)) if workers > 1 else total))
+
+
+def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int, side_bytes: int,
+         cuts: dict[int, list[int]]) -> Plan:
+    """Contiguous rank ranges of at most most_records, a rank cut (cuts: quiet.quiet_cuts) one
+    piece per span, and enough buckets for the sides (at most one per record) to fit per_worker
+    at side_bytes each."""
+    total = sum(records.values())
+    most = most_records(records, per_worker, workers, piece_bytes)
+    pieces: list[Piece] = []
     size = 0
     for rank in sorted(records):
-        if pieces and size + records[rank] <= most:
-            pieces[-1].append(rank)
+        if cuts.get(rank):
+            pieces += [Piece((rank,), span) for span in spans(records[rank], cuts[rank])]
+            size = most
+        elif pieces and size + records[rank] <= most:
+            pieces[-1] = Piece((*pieces[-1].ranks, rank))
             size += records[rank]
         else:
-            pieces.append([rank])
+            pieces.append(Piece((rank,)))
             size = records[rank]
     buckets = max(workers, -(-total * side_bytes // per_worker), 1)
     return Plan(pieces, int(buckets))
@@ -112,24 +125,21 @@ def merge_in_pieces(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: Sh
 
 def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds, damaged: list[int],
            comms: pl.DataFrame, delete_raw: bool) -> Outcome:
-    trace_dir, spill, npieces = whole.trace_dir, whole.spill, len(p.pieces)
-    surveys: list[Survey] = tasks.map(survey, [(whole, i, ranks, None) for i, ranks in enumerate(p.pieces)])
+    trace_dir, spill = whole.trace_dir, whole.spill
+    surveys: list[Survey] = tasks.map(survey, [(whole, i, piece, None) for i, piece in enumerate(p.pieces)])
     counts = np.array([s.events for s in surveys], np.int64)
-    offsets = np.r_[0, np.cumsum(counts)[:-1]]
-    event_offset = np.zeros(nranks, np.int64)
-    for i, ranks in enumerate(p.pieces):
-        event_offset[ranks] = offsets[i]
+    offsets = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
     windows = {r: w for s in surveys for r, w in s.windows.items()}
     messages_dir = _fresh(trace_dir / ".messages.tmp")
     parts = [messages_dir / f"part-{b:06d}.parquet" for b in range(p.buckets)]
-    matched: list[Matched] = tasks.map(match_bucket, [(whole, b, npieces, event_offset, windows, bounds, damaged,
-                                                       parts[b]) for b in range(p.buckets)])
+    matched: list[Matched] = tasks.map(match_bucket, [(whole, b, offsets, windows, bounds, damaged, parts[b])
+                                                      for b in range(p.buckets)])
     for name in ("sends", "recvs"):  # the sides are matched: give their disk space back
         for f in spill.glob(f"{name}-*.arrow"):
             f.unlink()
     shifts, feasible = shifts_of(matched, nranks, bounds.span)
     if shifts.any():
-        tasks.map(survey, [(whole, i, ranks, shifts) for i, ranks in enumerate(p.pieces)])
+        tasks.map(survey, [(whole, i, piece, shifts) for i, piece in enumerate(p.pieces)])
     if shifts.any() or not feasible:
         tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
     colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
@@ -140,9 +150,12 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         mine = (over[0] >= offsets[i]) & (over[0] < offsets[i] + counts[i])
         return over[0][mine], over[1][mine]
 
-    firsts = tasks.map(_write_piece, [(whole, ranks, int(offsets[i]), shifts, keys, ids, of_piece(i),
-                                       events_dir, f"part-{i:06d}", delete_raw)
-                                      for i, ranks in enumerate(p.pieces)])
+    firsts = tasks.map(_write_piece, [(whole, piece, int(offsets[i]), shifts, keys, ids, of_piece(i),
+                                       events_dir, f"part-{i:06d}", delete_raw and piece.records is None)
+                                      for i, piece in enumerate(p.pieces)])
+    if delete_raw:  # a cut rank's file, once all its pieces are written
+        for rank in sorted({piece.ranks[0] for piece in p.pieces if piece.records is not None}):
+            remove_raw(trace_dir, rank)
     _install(trace_dir, {"events": events_dir, "messages": messages_dir}, colls, comms)
     return Outcome(
         events=int(counts.sum()), messages=sum(m.messages for m in matched), collectives=colls.height,
@@ -151,15 +164,24 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         refused=_refused(matched, bounds), lost=_lost(matched, damaged),
         stuck={k: v for s in surveys for k, v in s.stuck.items()},
         t0_ns=min(firsts) if counts.sum() else 0,
-        latest={r: ns for s in surveys for r, ns in s.latest.items()})
+        latest=_latest(surveys))
 
 
-def _write_piece(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, keys: np.ndarray,
+def _latest(surveys: list[Survey]) -> dict[int, int]:
+    """Each rank's latest entry, over its pieces."""
+    latest: dict[int, int] = {}
+    for s in surveys:
+        for r, ns in s.latest.items():
+            latest[r] = max(ns, latest.get(r, ns))
+    return latest
+
+
+def _write_piece(whole: Whole, piece: Piece, offset: int, shifts: np.ndarray, keys: np.ndarray,
                  ids: np.ndarray, over: tuple[np.ndarray, np.ndarray], directory: Path, stem: str,
                  delete_raw: bool) -> int:
-    first = write_events(whole, ranks, offset, shifts, keys, ids, over, directory, stem)
+    first = write_events(whole, piece, offset, shifts, keys, ids, over, directory, stem)
     if delete_raw:
-        for rank in ranks:
+        for rank in piece.ranks:
             remove_raw(whole.trace_dir, rank)
     return first
 

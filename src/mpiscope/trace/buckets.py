@@ -47,17 +47,17 @@ class Matched:
     over_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
-def _side(t: pa.Table, event_offset: np.ndarray, owner: str) -> tuple[Side, np.ndarray, np.ndarray]:
+def _side(t: pa.Table) -> tuple[Side, np.ndarray, np.ndarray]:
     c = {n: t.column(n).to_numpy() for n in t.column_names}
-    event = c["event"] + event_offset[c[owner]]
-    return Side(c["comm"], c["src"], c["dst"], c["tag"], c["posted"], event), c["bytes"], c["leave"]
+    return Side(c["comm"], c["src"], c["dst"], c["tag"], c["posted"], c["event"]), c["bytes"], c["leave"]
 
 
-def match_bucket(whole: Whole, bucket: int, pieces: int, event_offset: np.ndarray, windows: dict[int, Window],
+def match_bucket(whole: Whole, bucket: int, event_offsets: np.ndarray, windows: dict[int, Window],
                  bounds: ShiftBounds, damaged: list[int], path: Path) -> Matched:
-    """Match one bucket's messages, write them (times unshifted) to `path`."""
-    sends, sbytes, sleave = _side(read_bucket(whole, "sends", bucket, pieces), event_offset, "src")
-    recvs, rbytes, rleave = _side(read_bucket(whole, "recvs", bucket, pieces), event_offset, "dst")
+    """Match one bucket's messages, write them (times unshifted) to `path`; event_offsets: each
+    piece's first event id."""
+    sends, sbytes, sleave = _side(read_bucket(whole, "sends", bucket, event_offsets))
+    recvs, rbytes, rleave = _side(read_bucket(whole, "recvs", bucket, event_offsets))
     p2p = P2P(sends, sbytes, sleave, recvs, rbytes, rleave)
     si, ri = match_around_gaps(sends, recvs, windows)
     ri = reorder_threads(p2p, si, ri)

@@ -128,7 +128,7 @@ def _comm_lut(local: dict[tuple[int, int], int]) -> tuple[np.ndarray, int]:
     return lut, width
 
 
-def _blocks(files: list[RankFile], clock_of: dict[int, int]) -> np.ndarray:
+def block_table(files: list[RankFile], clock_of: dict[int, int]) -> np.ndarray:
     """Every block of every file, in file order, for the column kernel."""
     # the kernel reads each block as packed records in place
     assert all(b.flags.c_contiguous and b.dtype == R.REC_DTYPE for f in files for b in f.blocks)
@@ -154,7 +154,7 @@ def build_records(files: list[RankFile], calls: CallTable, clocks: dict[int, Ran
         local = {(f.rank, d.local_id): dense[d.gid] for f in files for d in f.comms}
         comms = pl.DataFrame()
     lut, width = _comm_lut(local)
-    c = native.columns(_blocks(files, {r: i for i, r in enumerate(clocks)}), table, calls.role, calls.starts,
+    c = native.columns(block_table(files, {r: i for i, r in enumerate(clocks)}), table, calls.role, calls.starts,
                        FIRST_TABLE_ID, lut, width)
     _created_ids(c, calls, lut, width)
     return Records(clocks=clocks, **c), comms

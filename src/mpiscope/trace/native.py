@@ -49,6 +49,11 @@ EVENT_COLUMNS = [("event", np.int64), ("t_enter", np.int64), ("t_leave", np.int6
                  ("call", np.uint32), ("role", np.uint8), ("callsite", np.uint64)]
 
 
+class _QuietTables(ctypes.Structure):
+    _fields_ = [("role_of_call", c_void_p), ("starts_of_call", c_void_p), ("ncalls", c_int64),
+                ("first_call_id", c_int64), ("role_create", c_uint8), ("role_create_win", c_uint8)]
+
+
 class _Events(ctypes.Structure):
     _fields_ = [(name, c_void_p) for name, _ in EVENT_COLUMNS]
 
@@ -98,6 +103,8 @@ def _lib() -> ctypes.CDLL:
                             POINTER(_Side)]
     lib.msm_events.restype = ctypes.c_int
     lib.msm_events.argtypes = [POINTER(_Columns), c_int64, POINTER(_EventInputs), c_int32, POINTER(_Events)]
+    lib.msm_quiet_cuts.restype = c_int64
+    lib.msm_quiet_cuts.argtypes = [c_void_p, c_int64, POINTER(_QuietTables), c_int64, c_void_p, c_int64]
     lib.msm_factorize.restype = c_int64
     lib.msm_factorize.argtypes = [c_void_p, c_void_p, c_int64, c_void_p, c_void_p]
     return lib
@@ -205,3 +212,20 @@ def p2p(cols: dict[str, npt.NDArray[Any]], kind_of_role: npt.NDArray[np.uint8],
                       ctypes.byref(structs[1])) != 0:
         raise _out_of_memory("collecting sends and receives")
     return sides[0], sides[1]
+
+
+def quiet_cuts(blocks: npt.NDArray[np.void], role_of_call: npt.NDArray[np.uint8],
+               starts_of_call: npt.NDArray[np.bool_], first_call_id: int, role_create: int, role_create_win: int,
+               most: int) -> I64:
+    """Where one single-threaded rank's records (BLOCK_DTYPE rows, mapped during the call) are
+    cut into pieces of at most `most` records, as far as its quiet points allow (quiet.py)."""
+    role = np.ascontiguousarray(role_of_call, np.uint8)
+    starts = np.ascontiguousarray(starts_of_call, np.uint8)
+    tables = _QuietTables(_p(role), _p(starts), min(role.size, starts.size), first_call_id, role_create,
+                          role_create_win)
+    total = int(blocks["n"].sum())
+    cuts = np.empty(2 * (total // max(most, 1)) + 4, np.int64)
+    got = _lib().msm_quiet_cuts(_p(blocks), blocks.size, ctypes.byref(tables), most, _p(cuts), cuts.size)
+    if got < 0:
+        raise _out_of_memory("finding where a rank's records can be cut")
+    return cuts[:got]

@@ -1,4 +1,5 @@
-"""One piece of a merge in pieces (bounded.py): a range of ranks merged on its own.
+"""One piece of a merge in pieces (bounded.py): a range of ranks, or a span of one rank's
+records cut at quiet points (quiet.py), merged on its own.
 
 A piece reads its ranks' files and builds their records and event rows with
 today's kernels, given what only the whole trace knows (Whole: clocks, dense
@@ -55,6 +56,12 @@ class Whole:
     processes: int = 1          # merging at once: a piece writes its events in parallel with the cores left
 
 
+@dataclass(frozen=True)
+class Piece:
+    ranks: tuple[int, ...]
+    records: tuple[int, int] | None = None   # its one rank's records [first, last), where the rank was cut
+
+
 @dataclass
 class Survey:
     """What the first pass learned of one piece."""
@@ -75,9 +82,10 @@ class Read:
     windows: dict[int, Window]
 
 
-def read(whole: Whole, ranks: list[int]) -> Read:
+def read(whole: Whole, piece: Piece) -> Read:
     """The records and persistent starts of a piece (event ids from 0); its files unmapped."""
-    files = [read_rank_file(whole.trace_dir / "raw" / f"rank-{r:06d}.msc", whole.calls.known()) for r in ranks]
+    files = [read_rank_file(whole.trace_dir / "raw" / f"rank-{r:06d}.msc", whole.calls.known(), piece.records)
+             for r in piece.ranks]
     rec, _ = build_records(files, whole.calls, whole.clocks, whole.dense)
     links = link_starts(rec)
     windows = gap_windows(files, rec, links)
@@ -101,18 +109,18 @@ def _release(files: list[RankFile]) -> None:
         f.blocks.clear()
 
 
-def survey(whole: Whole, piece: int, ranks: list[int], shifts: np.ndarray | None) -> Survey:
+def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None) -> Survey:
     """First pass: spill the piece's sides and collective shares; with `shifts` (a second
     survey after the clock correction moved ranks), the collective shares only. What is spilled
     leaves memory before the next step builds: a piece peaks with its records and its rows (one
     rank of the generated 1,000 M-record halo on 64 ranks, 15.6 M records: 2.56 GiB, 3.26 when
     the sides and the records stayed to the end)."""
-    r = read(whole, ranks)
+    r = read(whole, piece)
     sends = recvs = 0
     if shifts is None:
         p2p = p2p_sides(r.rec, r.links).without(failed_events(r.rec))
         sends, recvs = p2p.sends.size, p2p.recvs.size
-        _spill_sides(whole, piece, p2p)
+        _spill_sides(whole, index, p2p)
         del p2p
     stuck = stuck_calls(r.rec, whole.calls)
     rows = rows_of(whole, r)
@@ -122,8 +130,8 @@ def survey(whole: Whole, piece: int, ranks: list[int], shifts: np.ndarray | None
     if shifts is not None:
         shift_rows(rows, shifts)
         shift_rows(starts, shifts)
-    share = partials(coll_rows(rows, starts), piece)
-    share.write_parquet(whole.spill / f"colls-{piece:06d}.parquet")
+    share = partials(coll_rows(rows, starts), index)
+    share.write_parquet(whole.spill / f"colls-{index:06d}.parquet")
     return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest)
 
 
@@ -165,22 +173,25 @@ def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([], schema=schema)
 
 
-def read_bucket(whole: Whole, name: str, bucket: int, pieces: int) -> pa.Table:
-    """One bucket's rows of one side, from every piece's spill, in piece order."""
+def read_bucket(whole: Whole, name: str, bucket: int, event_offsets: np.ndarray) -> pa.Table:
+    """One bucket's rows of one side, from every piece's spill, in piece order, with the event
+    ids of the whole trace (a piece's ids start at 0: event_offsets holds each piece's first)."""
     batches = []
-    for piece in range(pieces):
+    for piece in range(event_offsets.size):
         with pa.memory_map(str(whole.spill / f"{name}-{piece:06d}.arrow")) as source:
             batches.append(pa.ipc.open_file(source).get_batch(bucket))
-    return pa.Table.from_batches(batches).combine_chunks()
+    table = pa.Table.from_batches(batches).combine_chunks()
+    event = table["event"].to_numpy() + np.repeat(event_offsets, [b.num_rows for b in batches])
+    return table.set_column(table.schema.get_field_index("event"), "event", pa.array(event))
 
 
-def write_events(whole: Whole, ranks: list[int], offset: int, shifts: np.ndarray, coll_keys: np.ndarray,
+def write_events(whole: Whole, piece: Piece, offset: int, shifts: np.ndarray, coll_keys: np.ndarray,
                  coll_ids: np.ndarray, over: tuple[np.ndarray, np.ndarray], directory: Path,
                  stem: str) -> int:
     """Second pass: the piece's part files of events/ (STEM-*.parquet in `directory`), with event
     ids from `offset`, clock shifts, collective ids and the bytes its receives recorded too many
     (`over`: received.overclaimed's); returns its first entry time (ns; max int64 without events)."""
-    rows = rows_of(whole, read(whole, ranks))
+    rows = rows_of(whole, read(whole, piece))
     rows["event"] += offset
     rows["completed_by"] = np.where(rows["completed_by"] >= 0, rows["completed_by"] + offset, -1)
     take_back(rows, *over, offset=offset)

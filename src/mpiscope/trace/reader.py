@@ -102,6 +102,19 @@ class RankFile:
     def thread(self) -> np.ndarray:
         return np.repeat(np.array(self.block_thread, np.uint16), [b.size for b in self.blocks])
 
+    def keep(self, first: int, last: int) -> None:
+        """Keep records [first, last) of those read (its blocks, in order) and no others."""
+        blocks, threads, seqs = [], [], []
+        at = 0
+        for b, t, s in zip(self.blocks, self.block_thread, self.block_seq):
+            lo, hi = max(first - at, 0), min(last - at, b.size)
+            if lo < hi:
+                blocks.append(b[lo:hi])
+                threads.append(t)
+                seqs.append(s)
+            at += b.size
+        self.blocks, self.block_thread, self.block_seq = blocks, threads, seqs
+
 
 def _header(data: np.ndarray, path: Path) -> np.void:
     if data.size < R.HEADER_PAGE:
@@ -161,9 +174,11 @@ def _pair_fits(tick: int, ns: int, hdr: np.void, rate: float) -> bool:
     return bool(tick and ns) and abs((ns - n0) - (tick - t0) * rate) <= 0.01 * abs(ns - n0) + 1e7
 
 
-def read_rank_file(path: Path, calls: int | np.ndarray) -> RankFile:
+def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | None = None) -> RankFile:
     """The records of one rank file that can be trusted; `calls` is the number of call ids
-    or a bool per call id (known calls).
+    or a bool per call id (known calls). With `span` (first, last), only those records (a piece
+    of a rank cut at quiet points: quiet.py, of a sound file): where every block is sealed,
+    their blocks alone are read; no gaps are told.
 
     A block whose CRC holds is kept whole; one whose CRC fails is dropped; the records of a
     block without a CRC are kept where plausible.py finds them possible. The file is
@@ -186,11 +201,13 @@ def read_rank_file(path: Path, calls: int | np.ndarray) -> RankFile:
     registered[[0, 1] + [c.local_id for c in comms]] = True
     limits = Limits(known, int(hdr["world_size"]), tick_lo, tick_hi, registered,
                     max_request=2 * nblocks * recs_per_block + 16)
+    chosen, skipped = _span_blocks(data, header_bytes, block_bytes, nblocks, rank, version, span) if span \
+        else (None, 0)
     # (thread, seq) -> the block; of a block found twice (ring slot and copy), the sealed one, else
     # the one with more records
     found: dict[tuple[int, int], _Block] = {}
     failed: dict[tuple[int, int], int] = {}  # blocks whose CRC failed: the records they claim
-    for b in range(nblocks):
+    for b in (range(nblocks) if chosen is None else chosen):
         start = header_bytes + b * block_bytes
         end = min(start + block_bytes, data.size)
         nrec = min(recs_per_block, max(0, end - start - R.BLOCK_HEADER_BYTES) // R.REC_BYTES)
@@ -231,11 +248,42 @@ def read_rank_file(path: Path, calls: int | np.ndarray) -> RankFile:
     blocks = [found[k] for k in keys]
     gaps = _gaps(keys, blocks, set(failed) - set(found))
     damage.report(rank, warnings)
-    return RankFile(rank=rank, header=hdr, blocks=[b.recs for b in blocks], block_thread=[k[0] for k in keys],
-                    block_seq=[k[1] for k in keys],
-                    block_ticks=np.array([t for b in blocks for t, _ in b.pairs], np.uint64),
-                    block_ns=np.array([n for b in blocks for _, n in b.pairs], np.uint64),
-                    comms=comms, state=int(hdr["state"]), warnings=warnings, damage=damage, gaps=gaps)
+    f = RankFile(rank=rank, header=hdr, blocks=[b.recs for b in blocks], block_thread=[k[0] for k in keys],
+                 block_seq=[k[1] for k in keys],
+                 block_ticks=np.array([t for b in blocks for t, _ in b.pairs], np.uint64),
+                 block_ns=np.array([n for b in blocks for _, n in b.pairs], np.uint64),
+                 comms=comms, state=int(hdr["state"]), warnings=warnings, damage=damage,
+                 gaps=gaps if span is None else [])
+    if span is not None:
+        f.keep(span[0] - skipped, span[1] - skipped)
+    return f
+
+
+def _span_blocks(data: np.ndarray, header_bytes: int, block_bytes: int, nblocks: int, rank: int, version: int,
+                 span: tuple[int, int]) -> tuple[list[int] | None, int]:
+    """The blocks (in file order) that hold records [first, last) of the file's records in (thread,
+    seq) order, and the records before the first of them; (None, 0) where a block's records cannot
+    be counted from its header (not sealed, damaged, found twice, cut short): then all are read."""
+    if version < R.CRC_SINCE or nblocks == 0 or header_bytes + nblocks * block_bytes > data.size:
+        return None, 0
+    body = data[header_bytes: header_bytes + nblocks * block_bytes].reshape(nblocks, block_bytes)
+    heads = np.ascontiguousarray(body[:, : R.BLOCK_HEADER_BYTES]).view(R.BLOCK_HEADER_DTYPE).ravel()
+    used = heads["magic"] == R.BLOCK_MAGIC
+    empty = ~body[:, : R.BLOCK_HEADER_BYTES].any(axis=1)  # a ring slot the writer emptied
+    if not (used | empty).all() or (heads["rank"][used] != rank).any() or (heads["crc_records"][used] == 0).any():
+        return None, 0
+    index = np.flatnonzero(used)
+    key = (heads["thread"][index].astype(np.int64) << 32) | heads["seq"][index].astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    if (np.diff(key[order]) == 0).any():
+        return None, 0
+    count = heads["crc_records"][index][order].astype(np.int64)
+    end = np.cumsum(count)
+    begin = end - count
+    keep = (end > span[0]) & (begin < span[1])
+    if not keep.any():
+        return [], 0
+    return index[order][keep].tolist(), int(begin[keep][0])
 
 
 def _committed(recs: np.ndarray) -> np.ndarray:

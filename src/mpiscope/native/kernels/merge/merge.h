@@ -174,4 +174,21 @@ MSM_API int msm_events(const struct msm_columns *rec, int64_t n, const struct ms
 MSM_API int64_t msm_factorize(const int32_t *rank, const uint64_t *value, int64_t n, int32_t *code,
                               int64_t *first);
 
+/* What the quiet points of a rank's records depend on besides the records. */
+struct msm_quiet_tables {
+    const uint8_t *role_of_call;    /* by call id */
+    const uint8_t *starts_of_call;  /* by call id: the call starts a request */
+    int64_t ncalls;                 /* ids of both tables */
+    int64_t first_call_id;          /* ids below are sub-records of a call */
+    uint8_t role_create, role_create_win;
+};
+
+/* Record positions (in block order) where one single-threaded rank's records
+ * are cut into pieces of at most `most` records where its quiet points allow
+ * (the first piece starts at 0, not listed); at most max_cuts. Returns their
+ * number, -1 when out of memory. */
+MSM_API int64_t msm_quiet_cuts(const struct msm_block *blocks, int64_t nblocks,
+                               const struct msm_quiet_tables *tab, int64_t most, int64_t *cuts,
+                               int64_t max_cuts);
+
 #endif

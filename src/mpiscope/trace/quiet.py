@@ -1,0 +1,62 @@
+"""Where one rank's records can be cut, so that a rank larger than a piece's share of the
+budget (or of the work: few ranks on many workers) is merged in several pieces.
+
+A piece is merged on its own (pieces.py): its records, request links, event rows,
+point-to-point sides and collective shares are built from its records alone, and only
+its event ids are offset by the events of the pieces before it. That gives the whole
+rank's values where nothing ties a record before the cut to one after it. A cut
+before a call record is quiet (native/kernels/merge/quiet.c) where
+
+* no request id is open: every record naming an id (a start, its completion, an
+  MPI_REQUEST_FREE'd or cancelled request, a persistent request's starts, a matched
+  probe's message and its Mrecv) lies on one side of the cut. Links go by (rank, id)
+  over the whole rank (requests.py, the Mrecv lookup in p2p.c), so this keeps them;
+* the call before returned, and before this one entered: folded polls that took turns
+  overlap, and are laid out together (outcomes.spread_cycles);
+* the rank is single-threaded and undamaged: threads' records interleave by time, not
+  by position, and gaps are matched around by rank (damaged.py).
+
+Sub-records follow their call, so a cut before a call keeps them with it. A rank with
+no quiet point in a stretch (a request left open for the rest of the run) keeps that
+stretch in one piece.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mpiscope.trace import native
+from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, block_table
+from mpiscope.trace.reader import RankFile, read_rank_file
+
+
+def cuttable(f: RankFile) -> bool:
+    """A rank whose records can be cut: one thread, nothing dropped or missing."""
+    return not f.gaps and not f.damage.blocks and not f.damage.records and not any(f.block_thread)
+
+
+def quiet_cuts(trace_dir: Path, rank: int, calls: CallTable, most: int) -> list[int]:
+    """Record positions (in the rank file's order) where the pieces of at most `most` records
+    after the first one start, as far as its quiet points allow; none for a rank that cannot
+    be cut (cuttable) or that fits."""
+    f = read_rank_file(trace_dir / "raw" / f"rank-{rank:06d}.msc", calls.known())
+    try:
+        if f.size <= most or not cuttable(f):
+            return []
+        return native.quiet_cuts(block_table([f], {rank: 0}), calls.role, calls.starts, FIRST_TABLE_ID,
+                                 ROLE["create"], ROLE["create_win"], most).tolist()
+    finally:
+        f.blocks.clear()
+
+
+def spans(records: int, cuts: list[int]) -> list[tuple[int, int]]:
+    """The record ranges that cuts make of a rank's records."""
+    bounds = [0, *cuts, records]
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def longest(records: dict[int, int], cuts: dict[int, list[int]]) -> int:
+    """Records of the largest piece a rank can make (a whole rank, or the longest of its spans)."""
+    return max((max(np.diff([0, *cuts[r], n])) if cuts.get(r) else n for r, n in records.items()), default=0)
