@@ -181,18 +181,17 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         n = asked if mpi_size() > 1 else 1
         need = BASE_BYTES + n * (largest * PIECE_BYTES_PER_RECORD + (BASE_BYTES if n > 1 else 0))
         raise UsageError(f"merging {trace_dir} needs at least {need / 2**30:.2f} GiB of memory ({largest:,} records "
-                         f"of one rank in one piece{', between two points where no request was open' if cuts else ''}"
-                         f", on {n} process{'es' if n > 1 else ''}) and it may take "
-                         f"{budget / 2**30:.2f} GiB (--memory, within what the machine has available); give a "
-                         f"larger --memory{' or fewer MPI processes' if n > 1 else ''}, or merge on a machine with "
-                         f"more memory")
+                         f"of one rank that cannot be cut smaller, in one piece, on {n} "
+                         f"process{'es' if n > 1 else ''}) and it may take {budget / 2**30:.2f} GiB (--memory, "
+                         f"within what the machine has available); give a larger --memory"
+                         f"{' or fewer MPI processes' if n > 1 else ''}, or merge on a machine with more memory")
     per_worker = _per_worker(budget, n)
     fewer = []
     if n < asked:
-        fewer = [(f"merged on {n} process{'es' if n > 1 else ''} instead of {asked}: {largest:,} records of one rank "
-                 f"take about {largest * PIECE_BYTES_PER_RECORD / 2**30:.1f} GiB, more than each of {asked} processes "
-                 f"may take of the {budget / 2**30:.2f} GiB budget ({_per_worker(budget, asked) / 2**30:.1f} GiB); "
-                 f"give a larger --memory to use them all")]
+        fewer = [(f"merged on {n} process{'es' if n > 1 else ''} instead of {asked}: {largest:,} records of one "
+                 f"rank, which cannot be cut smaller, take about {largest * PIECE_BYTES_PER_RECORD / 2**30:.1f} GiB, "
+                 f"more than each of {asked} processes may take of the {budget / 2**30:.2f} GiB budget "
+                 f"({_per_worker(budget, asked) / 2**30:.1f} GiB); give a larger --memory to use them all")]
         workers = n
     # Freed arrays are kept for reuse (reused_heap) where one process does all the work, in memory
     # (whatever --workers says) or its pieces one after the other, also when the budget left one
