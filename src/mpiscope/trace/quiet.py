@@ -7,9 +7,9 @@ its event ids are offset by the events of the pieces before it. That gives the w
 rank's values where nothing ties a record before the cut to one after it. A cut
 before a call record is quiet (native/kernels/merge/quiet.c) where
 
-* no request id is open: every record naming an id (a start, its completion, an
-  MPI_REQUEST_FREE'd or cancelled request, a persistent request's starts, a matched
-  probe's message and its Mrecv) lies on one side of the cut. Links go by (rank, id)
+* no request id is open: every record naming an id (a start, its completion, the free
+  or cancel of a request, a persistent request's starts, a matched probe's message and
+  its Mrecv) lies on one side of the cut. Links go by (rank, id)
   over the whole rank (requests.py, the Mrecv lookup in p2p.c), so this keeps them;
 * the call before returned, and before this one entered: folded polls that took turns
   overlap, and are laid out together (outcomes.spread_cycles);
