@@ -10,7 +10,6 @@ TraceCorrupt.
 from __future__ import annotations
 
 import os
-
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
