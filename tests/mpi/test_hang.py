@@ -96,11 +96,17 @@ def test_a_python_rank_blocked_in_mpi_is_stopped_and_diagnosed(tmp_path):
     out, d = stopped_run(tmp_path, "python")
     assert time.monotonic() - started < BLOCKED_S + STOP_GRACE_S + 60
     t = open_trace(out)
-    assert set(t.manifest["rank_states"].values()) == {"killed by a signal"}, t.manifest["rank_states"]
+    # Hydra kills what is left of a job once a rank died of the SIGTERM: a rank it reached before
+    # its own SIGTERM handler ran (the suite's earlier tests made that happen about every other run
+    # on 2 cores) ends cut off, its records read up to the last
+    states = t.manifest["rank_states"]
+    assert set(states.values()) <= {"killed by a signal", "cut off"} and "killed by a signal" in states.values(), \
+        states
     recv = t.events().filter((pl.col("rank") == 1) & pl.col("t_leave_ns").is_null()).collect()
     assert recv["call"].to_list() == ["MPI_Mprobe"] and (recv["peer"][0], recv["tag"][0]) == (0, 7)
     # blocked until the SIGTERM, not the Ctrl-C: the grace is part of the wait
-    assert int(t.manifest["ended_ns"]["1"]) - recv["t_enter_ns"][0] >= (BLOCKED_S + STOP_GRACE_S) * 1e9 * 0.9
+    if states["1"] == "killed by a signal":
+        assert int(t.manifest["ended_ns"]["1"]) - recv["t_enter_ns"][0] >= (BLOCKED_S + STOP_GRACE_S) * 1e9 * 0.9
     first = d["findings"][0]
     assert first["kind"] == "deadlock" and first["cycle"] == [1, 0, 1], first
     blocked = {b["rank"]: b for b in first["blocked"]}
