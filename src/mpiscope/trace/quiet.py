@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from mpiscope.trace import native
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, block_table
 from mpiscope.trace.reader import RankFile, read_rank_file
@@ -59,4 +57,4 @@ def spans(records: int, cuts: list[int]) -> list[tuple[int, int]]:
 
 def longest(records: dict[int, int], cuts: dict[int, list[int]]) -> int:
     """Records of the largest piece a rank can make (a whole rank, or the longest of its spans)."""
-    return max((max(np.diff([0, *cuts[r], n])) if cuts.get(r) else n for r, n in records.items()), default=0)
+    return max((b - a for r, n in records.items() for a, b in spans(n, cuts.get(r, []))), default=0)
