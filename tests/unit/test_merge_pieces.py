@@ -182,6 +182,25 @@ def test_a_rank_larger_than_a_piece_is_cut(extracted, tmp_path: Path, monkeypatc
         assert_same_merge(whole, pieces)
 
 
+def test_one_process_makes_pieces_its_kept_heap_holds(extracted, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that merges its pieces one after another makes them no larger than its kept heap
+    holds (merge.KEPT_RECORDS), whatever the budget allows: smaller pieces, a rank larger than
+    that cut; the tables the same."""
+    whole = extracted("skew5")
+    merge_trace(whole)
+    largest = max(read_rank_file(p, 4096).size for p in rank_files(whole))
+    in_pieces_only(monkeypatch)
+    made = {}
+    for kept in (1 << 40, largest // 3):
+        monkeypatch.setattr(merge, "KEPT_RECORDS", kept)
+        pieces = copy(whole, tmp_path / f"kept-{kept}")
+        merge_trace(pieces, memory=budget_for(pieces))
+        made[kept] = json.loads((pieces / "manifest.json").read_text())["merge"]["pieces"]
+        assert_same_merge(whole, pieces)
+    assert made[largest // 3] >= made[1 << 40] + 2, made
+
+
 def test_a_cut_rank_reads_only_its_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A piece of a cut rank reads the blocks that hold its records (the generated halo's
     are sealed: their headers count them), which are those of the whole file; and the

@@ -73,20 +73,23 @@ class Outcome:
     latest: dict[int, int]
 
 
-def most_records(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int) -> int:
-    """The records a piece may hold: per_worker bytes at piece_bytes each, and on several workers
-    at most half a worker's share (the last pieces then finish together)."""
+def most_records(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int,
+                 kept: int | None = None) -> int:
+    """The records a piece may hold: per_worker bytes at piece_bytes each, on several workers at
+    most half a worker's share (the last pieces then finish together), and at most `kept`, the
+    records whose arrays the heap kept for reuse holds (merge.KEPT_RECORDS)."""
     total = sum(records.values())
-    return max(1, min(per_worker // piece_bytes, -(-total // (2 * workers)) if workers > 1 else total))
+    return max(1, min(per_worker // piece_bytes, -(-total // (2 * workers)) if workers > 1 else total,
+                      kept or total))
 
 
 def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int, side_bytes: int,
-         cuts: dict[int, list[int]]) -> Plan:
+         cuts: dict[int, list[int]], kept: int | None = None) -> Plan:
     """Contiguous rank ranges of at most most_records, a rank cut (cuts: quiet.quiet_cuts) one
     piece per span, and enough buckets for the sides (at most one per record) to fit per_worker
     at side_bytes each."""
     total = sum(records.values())
-    most = most_records(records, per_worker, workers, piece_bytes)
+    most = most_records(records, per_worker, workers, piece_bytes, kept)
     pieces: list[Piece] = []
     size = 0
     for rank in sorted(records):

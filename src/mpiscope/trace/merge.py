@@ -23,7 +23,7 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import TraceCorrupt, UsageError
-from mpiscope.machine import available_memory, reused_heap, small_pages
+from mpiscope.machine import KEPT_HEAP_BYTES, available_memory, reused_heap, small_pages
 from mpiscope.parallel import Tasks, mpi_size
 from mpiscope.trace import is_merged
 from mpiscope.trace import record as R
@@ -105,6 +105,15 @@ BASE_BYTES = 400 << 20      # a merging process before it reads a record (interp
 # has an event per record: ~86 + 115 B, hence the bound per record below.
 PIECE_BYTES_PER_RECORD = 210
 SIDE_BYTES = 280
+# Records of a piece whose arrays the heap kept for reuse holds (machine.reused_heap): a process
+# that merges its pieces one after another then builds each after the first without fresh pages,
+# which cost more than the work on them. Measured on the generated halo, 31.2 M records of 64 ranks,
+# one process: 2 pieces of 15.6 M records 13.1 s (2.77 M page faults, peak 3.74 GB), 4 of 7.8 M
+# 13.1 s (2.55 M faults), 6 of 5.2 M 9.7 s (0.43 M), 8 of 3.9 M 9.0 s (0.32 M, peak 1.51 GB). On
+# 1,000 M records of 64 ranks, each cut in 4, the wall time stayed (571-581 s beside 579 s; the
+# quiet scan reads every rank once more) with 10 % less CPU and a peak of 2.8 GiB instead of 3.7.
+# A piece frees and takes again ~200 B per record (5.2 M records fit 1 GiB, 7.8 M did not).
+KEPT_RECORDS = KEPT_HEAP_BYTES // 256
 # Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
 # 0.5-1.2 on the generated halo) and what a merge in pieces spills (the sides of its messages, at most
 # 52 B a side before lz4 compresses it: 5 B per record on the generated halo).
@@ -174,7 +183,8 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                   missing: dict[int, str], records: dict[int, int], budget: int, workers: int, delete_raw: bool,
                   t0: float) -> MergeResult:
     asked = Tasks.count(workers)
-    cuts = _cuts(trace_dir, calls, records, budget, asked)
+    kept = KEPT_RECORDS if asked == 1 and mpi_size() <= 1 else None
+    cuts = _cuts(trace_dir, calls, records, budget, asked, kept)
     largest = longest(records, cuts)
     n = _processes(budget, largest, asked)
     if n == 0:
@@ -206,7 +216,7 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
-                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts)
+                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept)
         whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
@@ -215,9 +225,11 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       "memory_budget": budget}, t0)
 
 
-def _cuts(trace_dir: Path, calls: CallTable, records: dict[int, int], budget: int, asked: int) -> dict[int, list[int]]:
+def _cuts(trace_dir: Path, calls: CallTable, records: dict[int, int], budget: int, asked: int,
+          kept: int | None) -> dict[int, list[int]]:
     """Where the ranks too large for a piece of the processes asked for are cut (quiet.py), or of
-    as many as have a share of the budget; two ranks scanned at once (the kernel releases the GIL).
+    as many as have a share of the budget, and on one process for what its kept heap holds
+    (`kept`: KEPT_RECORDS); two ranks scanned at once (the kernel releases the GIL).
     On this 2-core machine two processes merge no faster than one (1,000 M records of 64 ranks, each
     cut in 3 for --workers 2: 479 s, one process 484 s; 31.2 M of 2 ranks: 22.3 s, 22.5 s), but a
     rank no longer limits how many take part where there are cores for them."""
@@ -227,7 +239,7 @@ def _cuts(trace_dir: Path, calls: CallTable, records: dict[int, int], budget: in
             break
     if per_worker <= 0:
         return {}
-    most = most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD)
+    most = most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD, kept)
     larger = [r for r, k in sorted(records.items()) if k > most]
     with ThreadPoolExecutor(max_workers=2) as pool:
         found = pool.map(lambda r: quiet_cuts(trace_dir, r, calls, most), larger)
