@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from mpiscope.trace.instances import _add_up, _add_up_grouped, _partials_grouped, partials
+from mpiscope.trace.instances import _add_up_grouped, _partials_grouped, _summed, partials
 
 KEYS = ["comm", "seq", "call"]
 
@@ -31,15 +31,16 @@ def share(rng: np.random.Generator, n: int, piece: int, comm_high: int) -> pl.Da
     }).unique(KEYS, keep="first")
 
 
-@pytest.mark.parametrize("comm_high", [5, 1 << 21])  # packed, and too large a communicator id to pack
-def test_add_up_in_place_equals_grouped(comm_high: int) -> None:
+# packed; too large a communicator id to pack; packed until the last share
+@pytest.mark.parametrize("comm_high", [[5] * 4, [1 << 21] * 4, [5, 5, 5, 1 << 21]])
+def test_add_up_in_place_equals_grouped(comm_high: list[int]) -> None:
     rng = np.random.default_rng(7)
-    shares = [share(rng, 300, piece, comm_high) for piece in range(4)]
-    total, grouped = shares[0], shares[0]
+    shares = [share(rng, 300, piece, high) for piece, high in enumerate(comm_high)]
+    total = _summed(iter(shares))
+    grouped = shares[0]
     for s in shares[1:]:  # keys shared, new, and missing in each
-        total = _add_up(total, s)
         grouped = _add_up_grouped(pl.concat([grouped, s]))
-    assert total.schema == shares[0].schema
+    assert total is not None and total.schema == shares[0].schema
     assert total["root"].null_count() and total["t_first_leave_ns"].null_count()
     assert_frame_equal(total.sort(KEYS), grouped.sort(KEYS))
 

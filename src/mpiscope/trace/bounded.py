@@ -15,6 +15,16 @@ to the trace directory (.merge-spill/, removed at the end):
 4. write each piece's events, with event ids, shifts and collective ids
    (pieces.write_events); with delete_raw, remove its rank files then.
 
+Where one process merges the pieces in turn, each piece's files are read from
+disk while the piece before is worked on (reader.readahead), and its writes run
+beside the next piece's work (behind.py). The ranks are counted and cut in one
+read of their files before the survey (merge._read_ranks); each piece's files
+are read twice after it, in the survey and to write its events. Measured on the
+bench's 1,000 M records of 64 ranks (45 GB of raw files, ~1.1 GB/s from disk),
+one process: 679 s with a separate read to cut the ranks, nothing read ahead and
+the collective shares added up as DataFrames; 516 s cut while counted and read
+ahead; 457 s with the shares added up in place and the writes beside.
+
 The tables are datasets: events/ and messages/ hold one part per piece and per
 bucket (events in (rank, time) order across the parts, messages sorted by send
 time within a part), beside collectives.parquet and comms.parquet. Their rows
@@ -32,6 +42,7 @@ import polars as pl
 
 from mpiscope.errors import UsageError
 from mpiscope.parallel import Tasks
+from mpiscope.trace.behind import WRITES
 from mpiscope.trace.buckets import (
     Matched,
     lost_sentence,
@@ -114,6 +125,7 @@ def merge_in_pieces(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: Sh
         spill.mkdir()
         return _merge(whole, p, tasks, nranks, bounds, damaged, comms, delete_raw)
     except OSError as e:  # a full disk: the earlier tables and the raw files stay
+        WRITES.settle()
         if delete_raw:  # some raw files may be gone: their events are only in the parts written
             raise UsageError(f"cannot write the tables of {trace_dir} ({e.strerror or e}); the events of the "
                              f"ranks whose raw files were removed are in {trace_dir}/.events.tmp: free space "
@@ -123,13 +135,19 @@ def merge_in_pieces(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: Sh
         raise UsageError(f"cannot write the tables of {trace_dir} ({e.strerror or e}); free space or make it "
                          f"writable, then run: mpiscope merge {trace_dir}") from e
     finally:
+        WRITES.settle()  # before what a write writes into is removed
         shutil.rmtree(spill, ignore_errors=True)
 
 
 def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds, damaged: list[int],
            comms: pl.DataFrame, delete_raw: bool) -> Outcome:
     trace_dir, spill = whole.trace_dir, whole.spill
-    surveys: list[Survey] = tasks.map(survey, [(whole, i, piece, None) for i, piece in enumerate(p.pieces)])
+    # each piece's files are read ahead while the one before it is worked on; the last survey reads
+    # the first piece to write
+    surveyed_next = p.pieces[1:] + p.pieces[:1]
+    surveys: list[Survey] = tasks.map(survey, [(whole, i, piece, None, surveyed_next[i])
+                                               for i, piece in enumerate(p.pieces)])
+    WRITES.wait()  # every piece's spills are written: the buckets read them
     counts = np.array([s.events for s in surveys], np.int64)
     offsets = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
     windows = {r: w for s in surveys for r, w in s.windows.items()}
@@ -137,12 +155,14 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     parts = [messages_dir / f"part-{b:06d}.parquet" for b in range(p.buckets)]
     matched: list[Matched] = tasks.map(match_bucket, [(whole, b, offsets, windows, bounds, damaged, parts[b])
                                                       for b in range(p.buckets)])
+    WRITES.wait()
     for name in ("sends", "recvs"):  # the sides are matched: give their disk space back
         for f in spill.glob(f"{name}-*.arrow"):
             f.unlink()
     shifts, feasible = shifts_of(matched, nranks, bounds.span)
     if shifts.any():
-        tasks.map(survey, [(whole, i, piece, shifts) for i, piece in enumerate(p.pieces)])
+        tasks.map(survey, [(whole, i, piece, shifts, surveyed_next[i]) for i, piece in enumerate(p.pieces)])
+        WRITES.wait()
     if shifts.any() or not feasible:
         tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
     colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
@@ -153,9 +173,12 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         mine = (over[0] >= offsets[i]) & (over[0] < offsets[i] + counts[i])
         return over[0][mine], over[1][mine]
 
+    written_next = [*p.pieces[1:], None]
     firsts = tasks.map(_write_piece, [(whole, piece, int(offsets[i]), shifts, keys, ids, of_piece(i),
-                                       events_dir, f"part-{i:06d}", delete_raw and piece.records is None)
+                                       events_dir, f"part-{i:06d}", delete_raw and piece.records is None,
+                                       written_next[i])
                                       for i, piece in enumerate(p.pieces)])
+    WRITES.wait()
     if delete_raw:  # a cut rank's file, once all its pieces are written
         for rank in sorted({piece.ranks[0] for piece in p.pieces if piece.records is not None}):
             remove_raw(trace_dir, rank)
@@ -181,8 +204,8 @@ def _latest(surveys: list[Survey]) -> dict[int, int]:
 
 def _write_piece(whole: Whole, piece: Piece, offset: int, shifts: np.ndarray, keys: np.ndarray,
                  ids: np.ndarray, over: tuple[np.ndarray, np.ndarray], directory: Path, stem: str,
-                 delete_raw: bool) -> int:
-    first = write_events(whole, piece, offset, shifts, keys, ids, over, directory, stem)
+                 delete_raw: bool, following: Piece | None) -> int:
+    first = write_events(whole, piece, offset, shifts, keys, ids, over, directory, stem, following)
     if delete_raw:
         for rank in piece.ranks:
             remove_raw(whole.trace_dir, rank)

@@ -22,7 +22,7 @@ import pyarrow as pa
 from mpiscope.trace.clocks import ShiftBounds, _bellman_ford
 from mpiscope.trace.damaged import Window, match_around_gaps
 from mpiscope.trace.match import P2P, Side, reorder_threads
-from mpiscope.trace.pieces import Whole, read_bucket
+from mpiscope.trace.pieces import Whole, read_bucket, write
 from mpiscope.trace.received import overclaimed
 from mpiscope.trace.storage import read_table, write_table
 from mpiscope.trace.tables import messages_table
@@ -61,7 +61,7 @@ def match_bucket(whole: Whole, bucket: int, event_offsets: np.ndarray, windows: 
     p2p = P2P(sends, sbytes, sleave, recvs, rbytes, rleave)
     si, ri = match_around_gaps(sends, recvs, windows)
     ri = reorder_threads(p2p, si, ri)
-    write_table(messages_table(p2p, si, ri, np.zeros(bounds.host.size, np.int64), True), path)
+    write(whole, write_table, messages_table(p2p, si, ri, np.zeros(bounds.host.size, np.int64), True), path)
     done = rleave[ri] >= 0
     src, dst = sends.src[si][done], recvs.dst[ri][done]
     need = sends.posted[si][done] - rleave[ri][done]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -38,7 +39,7 @@ from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.pieces import Whole, stuck_calls, worker_setup
 from mpiscope.trace.placement import placement
 from mpiscope.trace.quiet import longest, quiet_cuts
-from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file
+from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file, readahead
 from mpiscope.trace.received import add_completed_bytes, add_recv_bytes, overclaimed, take_back
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import with_derived_times, write_one, writers
@@ -110,8 +111,8 @@ SIDE_BYTES = 280
 # which cost more than the work on them. Measured on the generated halo, 31.2 M records of 64 ranks,
 # one process: 2 pieces of 15.6 M records 13.1 s (2.77 M page faults, peak 3.74 GB), 4 of 7.8 M
 # 13.1 s (2.55 M faults), 6 of 5.2 M 9.7 s (0.43 M), 8 of 3.9 M 9.0 s (0.32 M, peak 1.51 GB). On
-# 1,000 M records of 64 ranks, each cut in 4, the wall time stayed (571-581 s beside 579 s; the
-# quiet scan reads every rank once more) with 10 % less CPU and a peak of 2.8 GiB instead of 3.7.
+# 1,000 M records of 64 ranks, each cut in 4, the wall time stayed (571-581 s beside 579 s; a
+# third read of every rank then found the cuts) with 10 % less CPU and a peak of 2.8 GiB, not 3.7.
 # A piece frees and takes again ~200 B per record (5.2 M records fit 1 GiB, 7.8 M did not).
 KEPT_RECORDS = KEPT_HEAP_BYTES // 256
 # Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
@@ -168,23 +169,26 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     in_memory = fits(records)
     files: list[RankFile] = []  # a merge in pieces keeps what it needs of the whole trace (no records)
     missing: dict[int, str] = {}
+    cuts: dict[int, list[int]] = {}
+    asked = Tasks.count(workers)
+    kept = KEPT_RECORDS if asked == 1 and mpi_size() <= 1 else None
     if not in_memory:
-        # the files' sizes on disk overestimate (partly filled blocks): count their records
-        files, missing = _read_ranks(trace_dir, calls, records=records)
+        # the files' sizes on disk overestimate (partly filled blocks): count their records, and
+        # cut the ranks too large for a piece while each is read
+        files, missing, cuts = _read_ranks(trace_dir, calls, records, _most(records, budget, asked, kept))
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     if in_memory:
         with reused_heap():
             return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, budget, workers, delete_raw, t0)
+    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, workers, kept,
+                         delete_raw, t0)
 
 
 def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
-                  missing: dict[int, str], records: dict[int, int], budget: int, workers: int, delete_raw: bool,
-                  t0: float) -> MergeResult:
+                  missing: dict[int, str], records: dict[int, int], cuts: dict[int, list[int]], budget: int,
+                  workers: int, kept: int | None, delete_raw: bool, t0: float) -> MergeResult:
     asked = Tasks.count(workers)
-    kept = KEPT_RECORDS if asked == 1 and mpi_size() <= 1 else None
-    cuts = _cuts(trace_dir, calls, records, budget, asked, kept)
     largest = longest(records, cuts)
     n = _processes(budget, largest, asked)
     if n == 0:
@@ -217,7 +221,10 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
                  PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept)
-        whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers)
+        # writes beside the next piece's work where this process merges the pieces in turn; not where
+        # a piece's raw files are removed once written (they must be written first)
+        whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers,
+                                    behind=alone and not delete_raw)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
     return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings + swap_warnings,
@@ -225,11 +232,10 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       "memory_budget": budget}, t0)
 
 
-def _cuts(trace_dir: Path, calls: CallTable, records: dict[int, int], budget: int, asked: int,
-          kept: int | None) -> dict[int, list[int]]:
-    """Where the ranks too large for a piece of the processes asked for are cut (quiet.py), or of
-    as many as have a share of the budget, and on one process for what its kept heap holds
-    (`kept`: KEPT_RECORDS); two ranks scanned at once (the kernel releases the GIL).
+def _most(records: dict[int, int], budget: int, asked: int, kept: int | None) -> int | None:
+    """The records of a piece, above which a rank is cut (quiet.py): for the processes asked for, or
+    as many as have a share of the budget, and on one process what its kept heap holds (`kept`:
+    KEPT_RECORDS); None where no process has a share (the merge then says so).
     On this 2-core machine two processes merge no faster than one (1,000 M records of 64 ranks, each
     cut in 3 for --workers 2: 479 s, one process 484 s; 31.2 M of 2 ranks: 22.3 s, 22.5 s), but a
     rank no longer limits how many take part where there are cores for them."""
@@ -238,12 +244,8 @@ def _cuts(trace_dir: Path, calls: CallTable, records: dict[int, int], budget: in
         if per_worker > 0 or mpi_size() > 1:
             break
     if per_worker <= 0:
-        return {}
-    most = most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD, kept)
-    larger = [r for r, k in sorted(records.items()) if k > most]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        found = pool.map(lambda r: quiet_cuts(trace_dir, r, calls, most), larger)
-        return {r: c for r, c in zip(larger, found) if c}
+        return None
+    return most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD, kept)
 
 
 def _per_worker(budget: int, n: int) -> int:
@@ -298,7 +300,7 @@ def _clock_warnings(warnings: list[str], shifts: np.ndarray, feasible: bool, ref
 
 def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, delete_raw: bool,
                      t0: float) -> MergeResult:
-    files, missing = _read_ranks(trace_dir, calls)
+    files, missing, _ = _read_ranks(trace_dir, calls)
     warnings = _file_warnings(trace_dir, files, missing)
     swaps, swap_warnings = bcast_swaps(trace_dir, files)
     warnings += swap_warnings
@@ -418,35 +420,47 @@ def _ended(files: list[RankFile], clocks: dict[int, RankClock], shifts: np.ndarr
     return ended
 
 
-def _read_ranks(trace_dir: Path, calls: CallTable,
-                records: dict[int, int] | None = None) -> tuple[list[RankFile], dict[int, str]]:
+def _read_ranks(trace_dir: Path, calls: CallTable, records: dict[int, int] | None = None,
+                most: int | None = None) -> tuple[list[RankFile], dict[int, str], dict[int, list[int]]]:
     """The rank files that can be read, and why each other one cannot (by rank): a damaged
     rank file never stops the merge of the others. Given `records`, it is set to the records
-    each file holds, and only what a merge in pieces needs of the whole trace stays (headers,
+    each file holds, the ranks of more than `most` are cut at quiet points (the third item:
+    quiet.quiet_cuts), and only what a merge in pieces needs of the whole trace stays (headers,
     clocks, communicators, gaps): not the records."""
-    files, missing = [], {}
+    files, missing, cuts = [], {}, {}
     paths = rank_files(trace_dir)
     known = calls.known()
 
-    def read(path: Path) -> RankFile | TraceCorrupt:
+    def read(i: int) -> tuple[RankFile | TraceCorrupt, str | None, int, list[int]]:
+        path = paths[i]
+        if records is not None and i + 2 < len(paths):  # the file after the other thread's, from disk meanwhile
+            threading.Thread(target=readahead, args=(paths[i + 2],), daemon=True).start()
         try:
-            return read_rank_file(path, known)
+            f = read_rank_file(path, known)
         except TraceCorrupt as e:
-            return e
+            return e, None, 0, []
+        problem = clock_problem(f)
+        if records is None:
+            return f, problem, f.size, []
+        # a merge in pieces: cut the rank while its file is read (a rank file of the 1,000 M-record
+        # bench trace is 750 MB, the disk reads ~1.1 GB/s: reading them all again took 33 s), then
+        # unmap it (the pool would otherwise hold them all)
+        cut = quiet_cuts(f, calls, most) if most is not None and problem is None else []
+        size = f.size
+        f.blocks.clear()
+        return f, problem, size, cut
 
-    # Where the records stay (a merge in memory), two threads read: the files' checksums (crc32c
-    # releases the GIL) and first page faults overlap (64 files of 10 M records: 0.09 -> 0.06 s).
-    # Otherwise one file at a time, each unmapped before the next (the pool would map them all).
+    # Two threads read: the files' checksums (crc32c releases the GIL), the quiet scan (the kernel
+    # does) and first page faults overlap (64 files of 10 M records: 0.09 -> 0.06 s).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        read_files = pool.map(read, paths) if records is None else map(read, paths)
-        for path, f in zip(paths, read_files):
+        for path, (f, problem, size, cut) in zip(paths, pool.map(read, range(len(paths)))):
             if isinstance(f, TraceCorrupt):
                 missing[int(RANK_FILE.search(path.name)[1])] = _reason(str(f), path)  # type: ignore[index]
                 continue
-            problem = clock_problem(f)
             if records is not None:
-                records[f.rank] = f.size if not problem else 0
-                f.blocks.clear()
+                records[f.rank] = size if not problem else 0
+            if cut:
+                cuts[f.rank] = cut
             if problem:
                 missing[f.rank] = _reason(problem, path)
             else:
@@ -454,7 +468,7 @@ def _read_ranks(trace_dir: Path, calls: CallTable,
     if not files:
         raise TraceCorrupt(f"no rank file of {trace_dir} can be read ({'; '.join(sorted(set(missing.values())))}); "
                            f"record the program again with mpiscope run")
-    return files, missing
+    return files, missing, cuts
 
 
 def _reason(sentence: str, path: Path) -> str:

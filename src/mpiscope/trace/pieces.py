@@ -13,21 +13,25 @@ whole trace decided, and writes the piece's part of events/.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from mpiscope.machine import small_pages
 from mpiscope.trace import FINALIZE_CALLS
+from mpiscope.trace.behind import WRITES
 from mpiscope.trace.clocks import RankClock
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.damaged import Window, gap_windows
 from mpiscope.trace.instances import coll_rows, partials
 from mpiscope.trace.match import P2P, p2p_sides
 from mpiscope.trace.outcomes import add_outcomes, failed_events
-from mpiscope.trace.reader import RankFile, read_rank_file
+from mpiscope.trace.reader import RankFile, read_rank_file, readahead
 from mpiscope.trace.received import add_completed_bytes, add_recv_bytes, take_back
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import write_parts, writers
@@ -54,6 +58,7 @@ class Whole:
     recorded: bool              # every rank file records received bytes
     buckets: int                # envelope buckets of the matching
     processes: int = 1          # merging at once: a piece writes its events in parallel with the cores left
+    behind: bool = False        # writes run beside the next piece's work (behind.py): one process, in turn
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,11 @@ class Read:
     windows: dict[int, Window]
 
 
-def read(whole: Whole, piece: Piece) -> Read:
-    """The records and persistent starts of a piece (event ids from 0); its files unmapped."""
+def read(whole: Whole, piece: Piece, following: Piece | None = None) -> Read:
+    """The records and persistent starts of a piece (event ids from 0); its files unmapped. The
+    files of the `following` piece are read from disk meanwhile (reader.readahead)."""
+    if following is not None:
+        threading.Thread(target=_read_ahead, args=(whole.trace_dir, following), daemon=True).start()
     files = [read_rank_file(whole.trace_dir / "raw" / f"rank-{r:06d}.msc", whole.calls.known(), piece.records)
              for r in piece.ranks]
     rec, _ = build_records(files, whole.calls, whole.clocks, whole.dense)
@@ -91,6 +99,11 @@ def read(whole: Whole, piece: Piece) -> Read:
     windows = gap_windows(files, rec, links)
     _release(files)
     return Read(rec, links, persistent_starts(rec, links, whole.calls), windows)
+
+
+def _read_ahead(trace_dir: Path, piece: Piece) -> None:
+    for r in piece.ranks:
+        readahead(trace_dir / "raw" / f"rank-{r:06d}.msc", piece.records)
 
 
 def rows_of(whole: Whole, r: Read) -> Rows:
@@ -104,23 +117,32 @@ def rows_of(whole: Whole, r: Read) -> Rows:
     return rows
 
 
+def write(whole: Whole, fn: Callable[..., Any], *args: Any) -> None:
+    """fn(*args), on the writing thread where the pieces are merged in turn by this process."""
+    if whole.behind:
+        WRITES.run(fn, *args)
+    else:
+        fn(*args)
+
+
 def _release(files: list[RankFile]) -> None:
     for f in files:  # the records are copied into rec: unmap the files (peak memory)
         f.blocks.clear()
 
 
-def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None) -> Survey:
+def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None,
+           following: Piece | None = None) -> Survey:
     """First pass: spill the piece's sides and collective shares; with `shifts` (a second
     survey after the clock correction moved ranks), the collective shares only. What is spilled
     leaves memory before the next step builds: a piece peaks with its records and its rows (one
     rank of the generated 1,000 M-record halo on 64 ranks, 15.6 M records: 2.56 GiB, 3.26 when
     the sides and the records stayed to the end)."""
-    r = read(whole, piece)
+    r = read(whole, piece, following)
     sends = recvs = 0
     if shifts is None:
         p2p = p2p_sides(r.rec, r.links).without(failed_events(r.rec))
         sends, recvs = p2p.sends.size, p2p.recvs.size
-        _spill_sides(whole, index, p2p)
+        write(whole, _spill_sides, whole, index, p2p)
         del p2p
     stuck = stuck_calls(r.rec, whole.calls)
     rows = rows_of(whole, r)
@@ -131,7 +153,7 @@ def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None) ->
         shift_rows(rows, shifts)
         shift_rows(starts, shifts)
     share = partials(coll_rows(rows, starts), index)
-    share.write_parquet(whole.spill / f"colls-{index:06d}.parquet")
+    write(whole, share.write_parquet, whole.spill / f"colls-{index:06d}.parquet")
     return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest)
 
 
@@ -187,11 +209,11 @@ def read_bucket(whole: Whole, name: str, bucket: int, event_offsets: np.ndarray)
 
 def write_events(whole: Whole, piece: Piece, offset: int, shifts: np.ndarray, coll_keys: np.ndarray,
                  coll_ids: np.ndarray, over: tuple[np.ndarray, np.ndarray], directory: Path,
-                 stem: str) -> int:
+                 stem: str, following: Piece | None = None) -> int:
     """Second pass: the piece's part files of events/ (STEM-*.parquet in `directory`), with event
     ids from `offset`, clock shifts, collective ids and the bytes its receives recorded too many
     (`over`: received.overclaimed's); returns its first entry time (ns; max int64 without events)."""
-    rows = rows_of(whole, read(whole, piece))
+    rows = rows_of(whole, read(whole, piece, following))
     rows["event"] += offset
     rows["completed_by"] = np.where(rows["completed_by"] >= 0, rows["completed_by"] + offset, -1)
     take_back(rows, *over, offset=offset)
@@ -199,7 +221,7 @@ def write_events(whole: Whole, piece: Piece, offset: int, shifts: np.ndarray, co
     coll_id = _coll_ids(rows, coll_keys, coll_ids)
     frame = events_frame(rows, whole.calls, whole.trace_dir).with_columns(
         nullable(coll_id, coll_id >= 0, "coll_id"))
-    write_parts(frame, directory, stem, writers(frame.height, whole.processes))
+    write(whole, write_parts, frame, directory, stem, writers(frame.height, whole.processes))
     return int(rows["t_enter"].min()) if rows["t_enter"].size else np.iinfo(np.int64).max
 
 

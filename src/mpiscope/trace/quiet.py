@@ -23,11 +23,9 @@ stretch in one piece.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from mpiscope.trace import native
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, block_table
-from mpiscope.trace.reader import RankFile, read_rank_file
+from mpiscope.trace.reader import RankFile
 
 
 def cuttable(f: RankFile) -> bool:
@@ -35,18 +33,14 @@ def cuttable(f: RankFile) -> bool:
     return not f.gaps and not f.damage.blocks and not f.damage.records and not any(f.block_thread)
 
 
-def quiet_cuts(trace_dir: Path, rank: int, calls: CallTable, most: int) -> list[int]:
+def quiet_cuts(f: RankFile, calls: CallTable, most: int) -> list[int]:
     """Record positions (in the rank file's order) where the pieces of at most `most` records
     after the first one start, as far as its quiet points allow; none for a rank that cannot
-    be cut (cuttable) or that fits."""
-    f = read_rank_file(trace_dir / "raw" / f"rank-{rank:06d}.msc", calls.known())
-    try:
-        if f.size <= most or not cuttable(f):
-            return []
-        return native.quiet_cuts(block_table([f], {rank: 0}), calls.role, calls.starts, FIRST_TABLE_ID,
-                                 ROLE["create"], ROLE["create_win"], most).tolist()
-    finally:
-        f.blocks.clear()
+    be cut (cuttable) or that fits. `f` is read whole (its blocks mapped)."""
+    if f.size <= most or not cuttable(f):
+        return []
+    return native.quiet_cuts(block_table([f], {f.rank: 0}), calls.role, calls.starts, FIRST_TABLE_ID,
+                             ROLE["create"], ROLE["create_win"], most).tolist()
 
 
 def spans(records: int, cuts: list[int]) -> list[tuple[int, int]]:

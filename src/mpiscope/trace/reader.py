@@ -260,6 +260,32 @@ def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | 
     return f
 
 
+def readahead(path: Path, span: tuple[int, int] | None = None) -> None:
+    """Ask the kernel to bring the blocks of records [first, last) of a rank file (all of it
+    without `span`) into the page cache, and return: a merge in pieces has the next piece's
+    file read from disk while it works on this one (the bench's 1,000 M-record trace, 45 GB on
+    a disk that reads ~1.1 GB/s, waited 36 s for its two reads of every piece). A file that
+    cannot be read is left to read_rank_file to say so."""
+    try:
+        with open(path, "rb") as file:
+            fd = file.fileno()
+            ranges = [(0, 0)]  # (offset, length); 0: to the end of the file
+            if span is not None:
+                head = os.pread(fd, R.FILE_HEADER_DTYPE.itemsize, 0)
+                hdr = np.frombuffer(head, R.FILE_HEADER_DTYPE)[0]
+                header_bytes, block_bytes, _ = R.layout(int(hdr["version"]))
+                size = os.fstat(fd).st_size
+                nblocks = -(-max(0, size - header_bytes) // block_bytes)
+                chosen, _ = _span_blocks(path, size, header_bytes, block_bytes, nblocks, int(hdr["rank"]),
+                                         int(hdr["version"]), span)
+                if chosen is not None:
+                    ranges = [(header_bytes + b * block_bytes, block_bytes) for b in chosen]
+            for offset, length in ranges:
+                os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
+    except (OSError, ValueError, KeyError):
+        return
+
+
 def _span_blocks(path: Path, size: int, header_bytes: int, block_bytes: int, nblocks: int, rank: int,
                  version: int, span: tuple[int, int]) -> tuple[list[int] | None, int]:
     """The blocks (in file order) that hold records [first, last) of the file's records in (thread,
