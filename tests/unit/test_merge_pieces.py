@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import tarfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from polars.testing import assert_frame_equal
 
 from mpiscope.errors import UsageError
 from mpiscope.trace import merge, open_trace, storage
+from mpiscope.trace import pieces as pieces_module
 from mpiscope.trace.merge import BASE_BYTES, PIECE_BYTES_PER_RECORD, merge_trace
 from mpiscope.trace.reader import rank_files, read_rank_file
 from mpiscope.trace.synthetic import halo_trace
@@ -186,19 +188,31 @@ def test_one_process_makes_pieces_its_kept_heap_holds(extracted, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A process that merges its pieces one after another makes them no larger than its kept heap
     holds (merge.KEPT_RECORDS), whatever the budget allows: smaller pieces, a rank larger than
-    that cut; the tables the same."""
+    that cut; the tables the same. Where the budget holds two such pieces, each next one is built
+    on a thread of its own beside the one before (pieces.read)."""
     whole = extracted("skew5")
     merge_trace(whole)
     largest = max(read_rank_file(p, 4096).size for p in rank_files(whole))
     in_pieces_only(monkeypatch)
-    made = {}
+    built_on: list[str] = []
+    build = pieces_module._read
+
+    def spied(*args: object) -> object:
+        built_on.append(threading.current_thread().name)
+        return build(*args)
+
+    monkeypatch.setattr(pieces_module, "_read", spied)
+    made, ahead = {}, {}
     for kept in (1 << 40, largest // 3):
         monkeypatch.setattr(merge, "KEPT_RECORDS", kept)
         pieces = copy(whole, tmp_path / f"kept-{kept}")
+        built_on.clear()
         merge_trace(pieces, memory=budget_for(pieces))
         made[kept] = json.loads((pieces / "manifest.json").read_text())["merge"]["pieces"]
+        ahead[kept] = sum(name.startswith("mpiscope-build") for name in built_on)
         assert_same_merge(whole, pieces)
     assert made[largest // 3] >= made[1 << 40] + 2, made
+    assert ahead[1 << 40] == 0 and ahead[largest // 3] >= made[largest // 3], ahead  # both passes
 
 
 def test_a_cut_rank_reads_only_its_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -222,9 +222,11 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
                  PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept)
         # writes beside the next piece's work where this process merges the pieces in turn; not where
-        # a piece's raw files are removed once written (they must be written first)
-        whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers,
-                                    behind=alone and not delete_raw)
+        # a piece's raw files are removed once written (they must be written first); the next piece
+        # built beside this one where the budget holds two
+        behind = alone and not delete_raw
+        whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind,
+                                    ahead=behind and 2 * p.most * PIECE_BYTES_PER_RECORD <= per_worker)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
     return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings + swap_warnings,

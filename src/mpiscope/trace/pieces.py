@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ class Whole:
     buckets: int                # envelope buckets of the matching
     processes: int = 1          # merging at once: a piece writes its events in parallel with the cores left
     behind: bool = False        # writes run beside the next piece's work (behind.py): one process, in turn
+    ahead: bool = False         # and the next piece is read and built beside this one's (two fit the budget)
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,26 @@ class Read:
     windows: dict[int, Window]
 
 
-def read(whole: Whole, piece: Piece, following: Piece | None = None) -> Read:
+def read(whole: Whole, piece: Piece, following: Piece | None = None, build: bool = True) -> Read:
     """The records and persistent starts of a piece (event ids from 0); its files unmapped. The
-    files of the `following` piece are read from disk meanwhile (reader.readahead)."""
-    if following is not None:
+    `following` piece is meanwhile read and built on a thread of its own where whole.ahead and
+    `build` (the next task of the same pass), else its files are read from disk (reader.readahead)."""
+    made = _BUILT.pop(piece, None)
+    _BUILT.clear()  # a piece built for a pass that went otherwise (a failure)
+    if following is not None and whole.ahead and build:
+        _BUILT[following] = _BUILDER.submit(_read, whole, following)
+    elif following is not None:
         threading.Thread(target=_read_ahead, args=(whole.trace_dir, following), daemon=True).start()
+    return made.result() if made is not None else _read(whole, piece)
+
+
+# The piece built ahead (read's `following`), by piece, on the building thread: while one piece's
+# rows are built and its sides spilled, or its events, the next one's records are.
+_BUILDER = ThreadPoolExecutor(1, thread_name_prefix="mpiscope-build")
+_BUILT: dict[Piece, Future[Read]] = {}
+
+
+def _read(whole: Whole, piece: Piece) -> Read:
     files = [read_rank_file(whole.trace_dir / "raw" / f"rank-{r:06d}.msc", whole.calls.known(), piece.records)
              for r in piece.ranks]
     rec, _ = build_records(files, whole.calls, whole.clocks, whole.dense)
@@ -131,13 +148,13 @@ def _release(files: list[RankFile]) -> None:
 
 
 def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None,
-           following: Piece | None = None) -> Survey:
+           following: Piece | None = None, build: bool = True) -> Survey:
     """First pass: spill the piece's sides and collective shares; with `shifts` (a second
     survey after the clock correction moved ranks), the collective shares only. What is spilled
     leaves memory before the next step builds: a piece peaks with its records and its rows (one
     rank of the generated 1,000 M-record halo on 64 ranks, 15.6 M records: 2.56 GiB, 3.26 when
     the sides and the records stayed to the end)."""
-    r = read(whole, piece, following)
+    r = read(whole, piece, following, build)
     sends = recvs = 0
     if shifts is None:
         p2p = p2p_sides(r.rec, r.links).without(failed_events(r.rec))
