@@ -55,7 +55,7 @@ from mpiscope.trace.buckets import (
 )
 from mpiscope.trace.clocks import ShiftBounds
 from mpiscope.trace.instances import assemble
-from mpiscope.trace.pieces import Piece, Survey, Whole, survey, write_events
+from mpiscope.trace.pieces import Piece, Survey, Whole, drop_built, survey, write_events
 from mpiscope.trace.quiet import spans
 from mpiscope.trace.reader import RANK_FILE, rank_files
 from mpiscope.trace.storage import install_dataset, write_one
@@ -145,6 +145,7 @@ def merge_in_pieces(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: Sh
                          f"writable, then run: mpiscope merge {trace_dir}") from e
     finally:
         WRITES.settle()  # before what a write writes into is removed
+        drop_built()
         shutil.rmtree(spill, ignore_errors=True)
 
 

@@ -108,6 +108,11 @@ _BUILDER = ThreadPoolExecutor(1, thread_name_prefix="mpiscope-build")
 _BUILT: dict[Piece, Future[Read]] = {}
 
 
+def drop_built() -> None:
+    """Forget a piece built ahead that no task will take (the merge failed): its records."""
+    _BUILT.clear()
+
+
 def _read(whole: Whole, piece: Piece) -> Read:
     files = [read_rank_file(whole.trace_dir / "raw" / f"rank-{r:06d}.msc", whole.calls.known(), piece.records)
              for r in piece.ranks]
