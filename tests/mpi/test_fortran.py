@@ -191,4 +191,5 @@ def test_fortran_polling_folds_and_failed_calls_carry_their_code(tmp_path, fortr
     from mpiscope.analysis.diagnose import diagnose
     late = diagnose(t).wait_states.filter((pl.col("pattern").cast(pl.Utf8) == "late_sender")
                                           & (pl.col("call").cast(pl.Utf8) == "MPI_Iprobe"))
-    assert late.height == 1 and late["seconds"][0] > 5 * 0.015, late
+    # five rounds of 20 ms; the first may be short by as much (the ranks start apart)
+    assert late.height == 1 and late["seconds"][0] > 4 * 0.015, late
