@@ -67,7 +67,7 @@ SPILL = ".merge-spill"
 class Plan:
     pieces: list[Piece]   # in rank order, a cut rank's in record order
     buckets: int
-    most: int = 0         # records of the largest piece
+    largest_piece: int = 0   # its records
 
 
 @dataclass

@@ -181,14 +181,14 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     if in_memory:
         with reused_heap():
             return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, workers, kept,
+    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, asked, kept,
                          delete_raw, t0)
 
 
 def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
                   missing: dict[int, str], records: dict[int, int], cuts: dict[int, list[int]], budget: int,
-                  workers: int, kept: int | None, delete_raw: bool, t0: float) -> MergeResult:
-    asked = Tasks.count(workers)
+                  asked: int, kept: int | None, delete_raw: bool, t0: float) -> MergeResult:
+    """A merge in pieces on up to `asked` processes (Tasks.count), as many as the budget holds."""
     largest = longest(records, cuts)
     n = _processes(budget, largest, asked)
     if n == 0:
@@ -206,13 +206,12 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                  f"rank, which cannot be cut smaller, take about {largest * PIECE_BYTES_PER_RECORD / 2**30:.1f} GiB, "
                  f"more than each of {asked} processes may take of the {budget / 2**30:.2f} GiB budget "
                  f"({_per_worker(budget, asked) / 2**30:.1f} GiB); give a larger --memory to use them all")]
-        workers = n
     # Freed arrays are kept for reuse (reused_heap) where one process does all the work, in memory
     # (whatever --workers says) or its pieces one after the other, also when the budget left one
     # process of those asked for (1,000 M records of 64 ranks, --workers 2: 483 s without, 375 s
     # with); merging workers were slower with it (100 M records, 2 workers: 24.4 -> 26.4-28.8 s).
     alone = mpi_size() <= 1 and n == 1
-    with reused_heap() if alone else nullcontext(), Tasks(workers, setup=worker_setup) as tasks:
+    with reused_heap() if alone else nullcontext(), Tasks(n, setup=worker_setup) as tasks:
         warnings = fewer + _file_warnings(trace_dir, files, missing)
         swaps, swap_warnings = bcast_swaps(trace_dir, files)
         nranks = _world(files, missing)
@@ -226,7 +225,7 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         # built beside this one where the budget holds two
         behind = alone and not delete_raw
         whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind,
-                                    ahead=behind and 2 * p.most * PIECE_BYTES_PER_RECORD <= per_worker)
+                                    ahead=behind and 2 * p.largest_piece * PIECE_BYTES_PER_RECORD <= per_worker)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
     return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings + swap_warnings,
