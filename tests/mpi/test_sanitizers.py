@@ -41,7 +41,8 @@ def traced(tmp: Path, lib: Path, preload: list[str], prog: Path, ranks: int, arg
 @pytest.mark.slow
 def test_thread_sanitizer(tmp_path, example):
     tsan = sanitizer_runtime("libtsan.so")
-    lib = rebuild(str(MPICH.mpicc), tmp_path / "tsan-lib", build_type="RelWithDebInfo", sanitize="thread")
+    lib = rebuild(str(MPICH.mpicc), tmp_path / "tsan-lib", build_type="RelWithDebInfo", sanitize="thread",
+                  recorder_only=True)
     done = traced(tmp_path, lib, [tsan], example("threads", MPICH), 2, ["4", "30"], {"TSAN_OPTIONS": "halt_on_error=0"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert "WARNING: ThreadSanitizer" not in done.stderr, done.stderr[-5000:]
@@ -50,7 +51,8 @@ def test_thread_sanitizer(tmp_path, example):
 @pytest.mark.slow
 def test_address_and_undefined_sanitizers(tmp_path, example):
     asan, ubsan = sanitizer_runtime("libasan.so"), sanitizer_runtime("libubsan.so")
-    lib = rebuild(str(MPICH.mpicc), tmp_path / "asan-lib", build_type="RelWithDebInfo", sanitize="address,undefined")
+    lib = rebuild(str(MPICH.mpicc), tmp_path / "asan-lib", build_type="RelWithDebInfo", sanitize="address,undefined",
+                  recorder_only=True)
     for name in ("p2pmodes", "nbc", "comms", "rma"):
         done = traced(tmp_path, lib, [asan, ubsan], example(name, MPICH), 4, [],
                       {"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "print_stacktrace=1"})

@@ -21,8 +21,10 @@ from mpiscope.errors import MpiscopeError, NativeBuildError, UsageError
 from mpiscope.mpi.find import built_against, find_mpicc, native_source_dir
 
 
-def rebuild(mpicc: str, dest: Path, build_type: str = "Release", sanitize: str = "") -> Path:
-    """Configure, build and install the native parts with `mpicc` into `dest`."""
+def rebuild(mpicc: str, dest: Path, build_type: str = "Release", sanitize: str = "",
+            recorder_only: bool = False) -> Path:
+    """Configure, build and install the native parts with `mpicc` into `dest` (recorder_only: the
+    recording library, libmpiscope, alone)."""
     if not shutil.which(mpicc):
         raise UsageError(f"MPI C compiler {mpicc} not found; give the path of your MPI's mpicc")
     cmake = shutil.which("cmake")
@@ -35,7 +37,7 @@ def rebuild(mpicc: str, dest: Path, build_type: str = "Release", sanitize: str =
         steps = [
             [cmake, "-S", str(native_source_dir()), "-B", build, f"-DPython_EXECUTABLE={sys.executable}",
              f"-DCMAKE_BUILD_TYPE={build_type}", "-DMSC_INSTALL_DIR=.", f"-DCMAKE_INSTALL_PREFIX={dest}",
-             f"-DMPISCOPE_SANITIZE={sanitize}"],
+             f"-DMPISCOPE_SANITIZE={sanitize}", f"-DMSC_RECORDER_ONLY={'ON' if recorder_only else 'OFF'}"],
             [cmake, "--build", build, "--parallel"],
             [cmake, "--install", build],
         ]
