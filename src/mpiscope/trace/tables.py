@@ -18,7 +18,7 @@ import pyarrow as pa
 from mpiscope.trace import native
 from mpiscope.trace import record as R
 from mpiscope.trace.callsites import callsite_column
-from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, ROLES, CallTable, Records
+from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records
 from mpiscope.trace.match import COLLECTIVE_COLUMNS, P2P
 from mpiscope.trace.requests import StartLinks
 
@@ -55,10 +55,12 @@ def latest_entries(rows: Rows) -> dict[int, int]:
 
 
 def role_is(role: np.ndarray, *roles: str) -> np.ndarray:
-    """role in roles, through a table over the role codes: one gather (np.isin sorts)."""
-    table = np.zeros(len(ROLES), bool)
-    table[[ROLE[r] for r in roles]] = True
-    found: np.ndarray = table[role]
+    """role in roles: a comparison per role, which NumPy vectorises on the uint8 codes (a gather
+    through a table over the codes widens them to 8-byte indices first: 22 ms for 15 M codes where
+    this takes 7; np.isin sorts)."""
+    found: np.ndarray = role == ROLE[roles[0]]
+    for r in roles[1:]:
+        found |= role == ROLE[r]
     return found
 
 
