@@ -2,7 +2,10 @@
  * halfway through. With no argument the handler sets a flag and returns: the
  * program goes on (as one that writes a checkpoint before a batch system's
  * SIGTERM turns into SIGKILL) and so must its recording. With "exit" the
- * handler ends the process (_exit(3)): the rank was stopped by the signal.
+ * handler ends the process (_exit(3)): the rank was stopped by the signal; it
+ * first sleeps a second, as the first rank to exit makes the launcher kill the
+ * others, and on a loaded machine the other rank may not have raised its own
+ * SIGTERM yet (it was then killed, "cut off", which the test does not ask about).
  * With "kill" the program goes on and then dies of SIGKILL before MPI_Finalize. */
 #include <mpi.h>
 #include <signal.h>
@@ -15,7 +18,10 @@ static int exit_in_handler;
 static void on_term(int sig)
 {
     (void)sig;
-    if (exit_in_handler) _exit(3);
+    if (exit_in_handler) {
+        sleep(1);  /* async-signal-safe */
+        _exit(3);
+    }
     asked_to_stop = 1;
 }
 
