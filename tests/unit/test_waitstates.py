@@ -300,6 +300,32 @@ def test_hot_spot():
     assert hot_spots(Run(2, run.events, run.messages[:0]).frames()) == []
 
 
+def test_ranks_that_only_exchange_with_each_other_are_no_hot_spots():
+    """Two domain leaders of four ranks (PRK's MPISHM transpose): ranks 0 and 2 exchange, 1 and 3
+    send nothing. Each leader has 2x the mean of the ranks, as a master of one worker would, but
+    its only peer handles as much as it does."""
+    run = Run(4)
+    for i in range(3):
+        t = 10 * i
+        run.send(run.call(0, "MPI_Send", t, t + 1), run.call(2, "MPI_Recv", t, t + 5))
+        run.send(run.call(2, "MPI_Send", t + 6, t + 7), run.call(0, "MPI_Recv", t + 2, t + 8))
+    assert hot_spots(run.frames()) == []
+    for w in (1, 3):  # rank 0 now serves ranks 1 and 3 too
+        for i in range(3):
+            t = 40 + 10 * i + w
+            run.send(run.call(w, "MPI_Send", t, t + 1), run.call(0, "MPI_Recv", t, t + 5))
+    assert [(h.rank, h.measure) for h in hot_spots(run.frames())][:1] == [(0, "messages_received")]
+
+
+def test_a_rank_with_one_peer_is_no_hot_spot():
+    """PRK's MPISHM pipeline: the last rank alone sends bytes, all of them to rank 0 (4x the mean
+    of the ranks each); a master serves several ranks."""
+    run = Run(4)
+    for i in range(3):
+        run.send(run.call(3, "MPI_Send", 10 * i, 10 * i + 1), run.call(0, "MPI_Recv", 10 * i, 10 * i + 5))
+    assert hot_spots(run.frames()) == []
+
+
 CALLS = ["MPI_Send", "MPI_Ssend", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Wait", "MPI_Waitall", "MPI_Sendrecv",
          "MPI_Allreduce", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Ibarrier", "MPI_Init", "MPI_Finalize"]
 
