@@ -80,6 +80,11 @@ CASES = {
                             {0: 4 * 0.060}, 1, "LATE_SEND_T"),
     "late_sender_probing": ("late_sender", 2, ["probing", "4", "60"], "late_sender", "MPI_Iprobe", "WAIT_PROBE",
                             {0: 4 * 0.060}, 1, "LATE_SEND_PR"),
+    # a blocking probe waits for the message its receive then takes (mpi4py's recv(): MPI_Mprobe + MPI_Mrecv)
+    "late_sender_probe": ("late_sender", 2, ["probe", "4", "60"], "late_sender", "MPI_Probe", "WAIT_BPROBE",
+                          {0: 4 * 0.060}, 1, "LATE_SEND_BP"),
+    "late_sender_mprobe": ("late_sender", 2, ["mprobe", "4", "60"], "late_sender", "MPI_Mprobe", "WAIT_MPROBE",
+                           {0: 4 * 0.060}, 1, "LATE_SEND_MP"),
     "late_sender_wrong_order": ("late_sender", 3, ["wrong_order", "4", "60"], "late_sender_wrong_order",
                                 "MPI_Recv", "WAIT_RECV_WO", {0: 4 * 0.045}, 2, "LATE_SEND_WO"),
     "late_receiver": ("late_receiver", 2, ["4", "60"], "late_receiver", "MPI_Ssend", "WAIT_SSEND",

@@ -87,6 +87,23 @@ def test_late_sender_blocking_and_its_cause():
                                        "from_callsite": "MPI_Barrier@1:20", "excess_compute_seconds": 80e-9}
 
 
+def test_blocking_probes_wait_for_their_message():
+    """MPI_Mprobe is its message's receive (posted at its entry), completed by the MPI_Mrecv after
+    it: the probe waited. An MPI_Probe right before the MPI_Recv of the message it found waited for
+    it; one that found another message, which came earlier, waited for that one, not this."""
+    run = Run(3)
+    mrecv = run.call(0, "MPI_Mrecv", 101, 102)
+    run.send(run.call(1, "MPI_Send", 100, 101), run.call(0, "MPI_Mprobe", 10, 100, done_by=mrecv))
+    run.call(0, "MPI_Probe", 200, 300)
+    run.send(run.call(2, "MPI_Send", 290, 291), run.call(0, "MPI_Recv", 301, 302))
+    run.call(0, "MPI_Probe", 400, 450)  # found rank 1's message, sent at 440; the Recv is for rank 2's
+    run.send(run.call(2, "MPI_Send", 460, 461), run.call(0, "MPI_Recv", 451, 470))
+    run.send(run.call(1, "MPI_Send", 440, 441), run.call(0, "MPI_Recv", 471, 472))
+    w = wait_events(run.frames())
+    got = [(str(c), n, r) for c, n, r in w.select("call", "wait_ns", "cause_rank").iter_rows()]
+    assert got == [("MPI_Mprobe", 90, 1), ("MPI_Probe", 90, 2), ("MPI_Recv", 9, 2)], got
+
+
 def test_waitall_waits_for_the_latest_message_once():
     run = Run(3)
     wait = run.call(0, "MPI_Waitall", 2, 200)

@@ -4,8 +4,10 @@ A wait state is time a rank spends blocked in an MPI call for another rank:
 waiting = min(t_ready, leave of the waiting call) - entry of the waiting call, when
 positive, where t_ready is when the other rank made progress possible:
 
-* late_sender: a receive (Recv, the receive half of Sendrecv, or the call that
-  completed an Irecv) entered before its message's send: t_ready = send entry.
+* late_sender: a receive (Recv, the receive half of Sendrecv, the call that
+  completed an Irecv, a matched probe MPI_Mprobe, or the blocking MPI_Probe right
+  before the receive of the message it found) entered before its message's send:
+  t_ready = send entry.
   late_sender_wrong_order: the same, while a message another send had already
   posted to this rank was waiting to be received (its receive was posted later).
   Such a wait is `reorderable` where the rank sent nothing and took part in no
@@ -115,6 +117,12 @@ POLLING = frozenset({"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "
                      "MPI_Parrived"})
 # polls whose success is followed by the call that completes the message (a receive, a wait)
 PROBES = frozenset({"MPI_Iprobe", "MPI_Improbe", "MPI_Parrived"})
+# Probes that block until a message has come: MPI_Mprobe is the message's receive (its posting:
+# match.py), so it, not the MPI_Mrecv after it, waited; an MPI_Probe right before the receive of the
+# message it found waited for it (mpi4py's recv() of a pickled object is MPI_Mprobe + MPI_Mrecv: a
+# master's 410 ms in MPI_Mprobe, 79 % of the run's MPI time, read as no wait at all).
+MATCHED_PROBES = frozenset({"MPI_Mprobe"})
+BLOCKING_PROBES = frozenset({"MPI_Probe"})
 # Flushes and unlocks count too: they return once the target has carried out the epoch's operations,
 # which needs its progress (and MPICH grants a contended lock only then): a sweep's IMB-RMA spent
 # 6.1 s in MPI_Win_flush while its targets sat in a barrier, and the run read as communication-bound.
@@ -204,12 +212,17 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     m = f.messages
     received = m["t_recv_leave_ns"].fill_null(-1).to_numpy() if "t_recv_leave_ns" in m.columns \
         else np.full(m.height, -1)
-    w = tm.completing_call(f, m["recv_event"].to_numpy(), received)
+    start = m["recv_event"].to_numpy()
+    w = tm.completing_call(f, start, received)
+    codes = f.call_codes()
+    w = np.where(f.code_table(MATCHED_PROBES)[codes[start]], start, w)
     ready = m["t_send_enter_ns"].to_numpy()
-    # a polling loop ended by the call that completed the receive waited in its calls too
+    # a polling loop ended by the call that completed the receive waited in its calls too, and so
+    # did a blocking probe right before it that returned once the message had been sent
     loop, k = _polling_loop_before(f, w)
-    looped = _candidates(loop, PATTERN["late_sender"], ready[k], m["src"].to_numpy()[k],
-                         m["send_event"].to_numpy()[k])
+    probe, j = _probe_before(f, tm, w, ready)
+    looped = _candidates(np.r_[loop, probe], PATTERN["late_sender"], ready[np.r_[k, j]],
+                         m["src"].to_numpy()[np.r_[k, j]], m["send_event"].to_numpy()[np.r_[k, j]])
     keep = tm.wait(w, ready) > 0
     m, w, ready = m.filter(pl.Series(keep)), w[keep], ready[keep]
     key = f.stream()
@@ -225,6 +238,19 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     reorderable = wrong & (done > w) & (key[later] == key[w]) & (sent[later] == sent[w])
     pattern = np.where(wrong, PATTERN["late_sender_wrong_order"], PATTERN["late_sender"])
     return pl.concat([_candidates(w, pattern, ready, m["src"], m["send_event"].to_numpy(), reorderable), looped])
+
+
+def _probe_before(f: Frames, tm: _Times, done: I64, ready: I64) -> tuple[I64, I64]:
+    """The blocking probes (MPI_Probe) that found the messages whose receives `done` completed: the
+    call right before the receive in its thread, left before the receive was entered and after the
+    message was sent (the probe of another message may have left before). Returns those rows and,
+    for each, its i."""
+    before = np.maximum(done - 1, 0)
+    key = f.stream()
+    found = (done > 0) & f.code_table(BLOCKING_PROBES)[f.call_codes()[before]] & (key[before] == key[done]) & \
+        (tm.leave[before] >= ready) & (tm.leave[before] <= tm.enter[done])
+    i = np.flatnonzero(found)
+    return before[i].astype(np.int64), i.astype(np.int64)
 
 
 def _polling_loop_before(f: Frames, done: I64) -> tuple[I64, I64]:

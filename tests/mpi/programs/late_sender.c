@@ -15,6 +15,8 @@
  *   the loop's calls (folded into one row), not only in the MPI_Test that completes.
  * probing (2 ranks): rank 0 loops on MPI_Iprobe until the message is there, then MPI_Recv:
  *   it waits in the probes.
+ * probe (2 ranks): rank 0 waits in MPI_Probe, then receives the message it found with MPI_Recv.
+ * mprobe (2 ranks): rank 0 waits in MPI_Mprobe, then receives with MPI_Mrecv (mpi4py's recv()).
  * wrong_order (3 ranks): rank 1 sends at once, rank 2 after DELAY; rank 0 receives
  *   from rank 2 first (after DELAY / 4, so it waits 3/4 DELAY), while rank 1's message
  *   is already there. */
@@ -111,6 +113,24 @@ int main(int argc, char **argv)
             } else if (rank == 1) {
                 sleep_ms(d);
                 MPI_Send(&x, 1, MPI_INT, 0, 7, MPI_COMM_WORLD); /* LATE_SEND_PR */
+            }
+        } else if (!strcmp(mode, "probe")) {
+            if (rank == 0) {
+                MPI_Status st;
+                MPI_Probe(MPI_ANY_SOURCE, 10, MPI_COMM_WORLD, &st); /* WAIT_BPROBE */
+                MPI_Recv(&y, 1, MPI_INT, st.MPI_SOURCE, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                sleep_ms(d);
+                MPI_Send(&x, 1, MPI_INT, 0, 10, MPI_COMM_WORLD); /* LATE_SEND_BP */
+            }
+        } else if (!strcmp(mode, "mprobe")) {
+            if (rank == 0) {
+                MPI_Message msg;
+                MPI_Mprobe(1, 11, MPI_COMM_WORLD, &msg, MPI_STATUS_IGNORE); /* WAIT_MPROBE */
+                MPI_Mrecv(&y, 1, MPI_INT, &msg, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                sleep_ms(d);
+                MPI_Send(&x, 1, MPI_INT, 0, 11, MPI_COMM_WORLD); /* LATE_SEND_MP */
             }
         } else if (!strcmp(mode, "wrong_order")) {
             if (rank == 0) {
