@@ -132,17 +132,29 @@ class _Sums:
 
     @staticmethod
     def _values(share: pl.DataFrame, name: str) -> np.ndarray:
-        values: np.ndarray = share[name].fill_null(_IDENTITY.get(name, 0)).to_numpy()
+        column = share[name]
+        # most columns hold no null: read as they are, not copied by fill_null
+        values: np.ndarray = (column.fill_null(_IDENTITY.get(name, 0)) if column.null_count() else column).to_numpy()
         return values
 
     def add(self, share: pl.DataFrame, key: np.ndarray) -> None:
         share, key = _in_key_order(share, key)
-        at = np.minimum(np.searchsorted(self.key, key), max(self.key.size - 1, 0))
-        hit = self.key[at] == key if self.key.size else np.zeros(key.size, bool)
-        rows, mine = at[hit], np.flatnonzero(hit)
+        rows: slice | np.ndarray
+        mine: slice | np.ndarray
+        lo = int(np.searchsorted(self.key, key[0])) if key.size else 0
+        if key.size and np.array_equal(self.key[lo:lo + key.size], key):
+            # the instances of the sums from the share's first on, all of them: a piece of a rank
+            # that took part in every collective over all ranks, as the rest of the pieces of its
+            # time
+            rows, mine, hit = slice(lo, lo + key.size), slice(None), np.ones(key.size, bool)
+        else:
+            at = np.minimum(np.searchsorted(self.key, key), max(self.key.size - 1, 0))
+            hit = self.key[at] == key if self.key.size else np.zeros(key.size, bool)
+            rows, mine = at[hit], np.flatnonzero(hit)
         theirs = {name: self._values(share, name) for name in share.columns}
+        root = self.columns["root"]
         later = theirs["root_first"][mine] < self.columns["root_first"][rows]   # the share saw a root first
-        self.columns["root"][rows[later]] = theirs["root"][mine[later]]
+        root[rows] = np.where(later, theirs["root"][mine], root[rows])
         for names, reduce in ((_MIN, np.minimum), (_MAX, np.maximum), (_SUM, np.add)):
             for name in names:
                 values = self.columns[name]
