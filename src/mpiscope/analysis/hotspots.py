@@ -9,8 +9,8 @@ handle little themselves, whereas ranks that only exchange with each other are
 equals (PRK's MPISHM transpose on 4 ranks, 2 per shared-memory domain: the two
 domain leaders each received half the messages, 2.0x the mean of the ranks, and
 were called masters); and with MIN_PEERS ranks or more, as a master serves several
-(PRK's MPISHM pipeline: the last rank alone sent bytes, 88 to rank 0). Only in runs of MIN_RANKS ranks or more: with two ranks
-every one-way exchange would qualify.
+(PRK's MPISHM pipeline: the last rank alone sent bytes, 88 to rank 0). Only in runs
+of MIN_RANKS ranks or more: with two ranks every one-way exchange would qualify.
 """
 
 from __future__ import annotations

@@ -247,8 +247,9 @@ def _probe_before(f: Frames, tm: _Times, done: I64, ready: I64) -> tuple[I64, I6
     for each, its i."""
     before = np.maximum(done - 1, 0)
     key = f.stream()
-    found = (done > 0) & f.code_table(BLOCKING_PROBES)[f.call_codes()[before]] & (key[before] == key[done]) & \
-        (tm.leave[before] >= ready) & (tm.leave[before] <= tm.enter[done])
+    probe = f.code_table(BLOCKING_PROBES)[f.call_codes()[before]]
+    found = (done > 0) & probe & (key[before] == key[done]) & (tm.leave[before] >= ready) & \
+        (tm.leave[before] <= tm.enter[done])
     i = np.flatnonzero(found)
     return before[i].astype(np.int64), i.astype(np.int64)
 

@@ -134,7 +134,8 @@ class _Sums:
     def _values(share: pl.DataFrame, name: str) -> np.ndarray:
         column = share[name]
         # most columns hold no null: read as they are, not copied by fill_null
-        values: np.ndarray = (column.fill_null(_IDENTITY.get(name, 0)) if column.null_count() else column).to_numpy()
+        filled = column.fill_null(_IDENTITY.get(name, 0)) if column.null_count() else column
+        values: np.ndarray = filled.to_numpy()
         return values
 
     def add(self, share: pl.DataFrame, key: np.ndarray) -> None:
