@@ -3,7 +3,7 @@ numbers), and the property that no rank waits longer than it spends in MPI."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 import pytest
@@ -102,6 +102,18 @@ def test_blocking_probes_wait_for_their_message():
     w = wait_events(run.frames())
     got = [(str(c), n, r) for c, n, r in w.select("call", "wait_ns", "cause_rank").iter_rows()]
     assert got == [("MPI_Mprobe", 90, 1), ("MPI_Probe", 90, 2), ("MPI_Recv", 9, 2)], got
+
+
+def test_a_matched_probe_waits_also_where_the_trace_names_no_completing_call():
+    """A recorded MPI_Mprobe has no completed_by (its MPI_Mrecv is found by the time the message was
+    received): the probe waited, not the MPI_Mrecv that left at that time."""
+    run = Run(2)
+    run.call(0, "MPI_Mrecv", 101, 102)
+    run.send(run.call(1, "MPI_Send", 100, 101), run.call(0, "MPI_Mprobe", 10, 100))
+    frames = run.frames()
+    w = wait_events(replace(frames, messages=frames.messages.with_columns(
+        pl.lit(102, pl.Int64).alias("t_recv_leave_ns"))))
+    assert [(str(c), n) for c, n in w.select("call", "wait_ns").iter_rows()] == [("MPI_Mprobe", 90)]
 
 
 def test_waitall_waits_for_the_latest_message_once():

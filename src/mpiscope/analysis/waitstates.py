@@ -141,11 +141,13 @@ class _Times:
         self.enter = f.column("t_enter_ns")
         self.leave = f.column("t_leave_ns")
         self.completed_by = f.column("completed_by")
+        self.matched_probe = f.code_table(MATCHED_PROBES)[f.call_codes()]
 
     def waiting_call(self, start: I64) -> I64:
-        """The call that waits for an operation: the one that completed it, else the call itself."""
+        """The call that waits for an operation: the one that completed it, else the call itself;
+        a matched probe itself, which waited for its message before the MPI_Mrecv completed it."""
         cb = self.completed_by[start]
-        return np.where(cb >= 0, cb, start)
+        return np.where((cb >= 0) & ~self.matched_probe[start], cb, start)
 
     def completing_call(self, f: Frames, start: I64, done: I64) -> I64:
         """The call that completed each message side started by `start` at time `done` (-1: never):
@@ -153,7 +155,8 @@ class _Times:
         (an MPI_Startall whose requests several calls completed: tachyon's receives, completed in
         MPI_Testsome, waited "in MPI_Startall"), the call of its rank that left at `done`."""
         w = self.waiting_call(start)
-        lost = (self.completed_by[start] < 0) & (done >= 0) & (self.leave[start] != done)
+        lost = (self.completed_by[start] < 0) & ~self.matched_probe[start] & (done >= 0) & \
+            (self.leave[start] != done)
         if not lost.any():
             return w
         rank = f.column("rank")
@@ -212,10 +215,7 @@ def _late_sender(f: Frames, tm: _Times) -> pl.DataFrame:
     m = f.messages
     received = m["t_recv_leave_ns"].fill_null(-1).to_numpy() if "t_recv_leave_ns" in m.columns \
         else np.full(m.height, -1)
-    start = m["recv_event"].to_numpy()
-    w = tm.completing_call(f, start, received)
-    codes = f.call_codes()
-    w = np.where(f.code_table(MATCHED_PROBES)[codes[start]], start, w)
+    w = tm.completing_call(f, m["recv_event"].to_numpy(), received)
     ready = m["t_send_enter_ns"].to_numpy()
     # a polling loop ended by the call that completed the receive waited in its calls too, and so
     # did a blocking probe right before it that returned once the message had been sent
