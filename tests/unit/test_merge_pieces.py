@@ -188,7 +188,7 @@ def test_one_process_makes_pieces_its_kept_heap_holds(extracted, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A process that merges its pieces one after another makes them no larger than its kept heap
     holds (merge.KEPT_RECORDS), whatever the budget allows: smaller pieces, a rank larger than
-    that cut; the tables the same. Where the budget holds two such pieces, each next one is built
+    that cut; the tables the same. Where the budget holds three such pieces, each next one is built
     on a thread of its own beside the one before (pieces.read)."""
     whole = extracted("skew5")
     merge_trace(whole)
@@ -202,6 +202,8 @@ def test_one_process_makes_pieces_its_kept_heap_holds(extracted, tmp_path: Path,
         return build(*args)
 
     monkeypatch.setattr(pieces_module, "_read", spied)
+    monkeypatch.setattr(merge, "_keeps_heap", lambda budget: True)  # a kept heap of no room beside
+    monkeypatch.setattr(merge, "KEPT_HEAP_BYTES", 0)                # these small pieces
     made, ahead = {}, {}
     for kept in (1 << 40, largest // 3):
         monkeypatch.setattr(merge, "KEPT_RECORDS", kept)

@@ -58,7 +58,7 @@ from mpiscope.trace.instances import assemble
 from mpiscope.trace.pieces import Piece, Survey, Whole, drop_built, survey, write_events
 from mpiscope.trace.quiet import spans
 from mpiscope.trace.reader import RANK_FILE, rank_files
-from mpiscope.trace.storage import install_dataset, write_one
+from mpiscope.trace.storage import install_dataset, write_one, write_table
 
 SPILL = ".merge-spill"
 
@@ -98,12 +98,12 @@ def most_records(records: dict[int, int], per_worker: int, workers: int, piece_b
 
 
 def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int, side_bytes: int,
-         cuts: dict[int, list[int]], kept: int | None = None) -> Plan:
-    """Contiguous rank ranges of at most most_records, a rank cut (cuts: quiet.quiet_cuts) one
-    piece per span, and enough buckets for the sides (at most one per record) to fit per_worker
-    at side_bytes each."""
+         cuts: dict[int, list[int]], kept: int | None = None, halved: bool = False) -> Plan:
+    """Contiguous rank ranges of at most most_records (of half per_worker where `halved`: two
+    pieces held at once), a rank cut (cuts: quiet.quiet_cuts) one piece per span, and enough
+    buckets for the sides (at most one per record) to fit per_worker at side_bytes each."""
     total = sum(records.values())
-    most = most_records(records, per_worker, workers, piece_bytes, kept)
+    most = most_records(records, per_worker // 2 if halved else per_worker, workers, piece_bytes, kept)
     pieces: list[Piece] = []
     size = 0
     for rank in sorted(records):
@@ -178,6 +178,11 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     if shifts.any() or not feasible:
         tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
     colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
+    # written now and installed with the other tables: the events are written without it in memory
+    # (1 M instances, 100 M records of 16 ranks: 0.2 GiB of the peak at --memory 1GiB)
+    collectives, instances = spill / "collectives.parquet", colls.height
+    write_table(colls, collectives)
+    del colls
     events_dir = _fresh(trace_dir / ".events.tmp")
     over = np.concatenate([m.over_event for m in matched]), np.concatenate([m.over_bytes for m in matched])
 
@@ -194,9 +199,9 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     if delete_raw:  # a cut rank's file, once all its pieces are written
         for rank in sorted({piece.ranks[0] for piece in p.pieces if piece.records is not None}):
             remove_raw(trace_dir, rank)
-    _install(trace_dir, {"events": events_dir, "messages": messages_dir}, colls, comms)
+    _install(trace_dir, {"events": events_dir, "messages": messages_dir}, collectives, comms)
     return Outcome(
-        events=int(counts.sum()), messages=sum(m.messages for m in matched), collectives=colls.height,
+        events=int(counts.sum()), messages=sum(m.messages for m in matched), collectives=instances,
         unmatched_sends=sum(m.unmatched_sends for m in matched),
         unmatched_recvs=sum(m.unmatched_recvs for m in matched), shifts=shifts, feasible=feasible,
         refused=_refused(matched, bounds), lost=_lost(matched, damaged),
@@ -236,10 +241,11 @@ def _fresh(path: Path) -> Path:
     return path
 
 
-def _install(trace_dir: Path, datasets: dict[str, Path], colls: pl.DataFrame, comms: pl.DataFrame) -> None:
+def _install(trace_dir: Path, datasets: dict[str, Path], collectives: Path, comms: pl.DataFrame) -> None:
     """Put the new tables in place of any earlier ones (of either layout)."""
-    for name, df in (("collectives", colls), ("comms", comms)):
-        write_one(trace_dir, name, df)
+    write_one(trace_dir, "comms", comms)
+    collectives.replace(trace_dir / "collectives.parquet")
+    shutil.rmtree(trace_dir / "collectives", ignore_errors=True)  # the dataset of an earlier merge
     for name, made in datasets.items():
         install_dataset(trace_dir, name, made)
 

@@ -24,7 +24,7 @@ import polars as pl
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
 from mpiscope.errors import TraceCorrupt, UsageError
-from mpiscope.machine import KEPT_HEAP_BYTES, available_memory, reused_heap, small_pages
+from mpiscope.machine import KEPT_HEAP_BYTES, available_memory, released_heap, reused_heap, small_pages
 from mpiscope.parallel import Tasks, mpi_size
 from mpiscope.trace import is_merged
 from mpiscope.trace import record as R
@@ -115,6 +115,14 @@ SIDE_BYTES = 280
 # third read of every rank then found the cuts) with 10 % less CPU and a peak of 2.8 GiB, not 3.7.
 # A piece frees and takes again ~200 B per record (5.2 M records fit 1 GiB, 7.8 M did not).
 KEPT_RECORDS = KEPT_HEAP_BYTES // 256
+
+
+def _keeps_heap(budget: int) -> bool:
+    """Whether the budget holds the kept heap beside two pieces of the records it holds (one
+    written while the next is built): from about 3 GiB. Below, the merge releases its arrays
+    (machine.released_heap): with the heap kept, 100 M records of 16 ranks peaked at 1.62 GiB
+    for a budget of 1 GiB, 1.97 for 1.25 GiB, 2.01 for 2 GiB (32 pieces)."""
+    return budget - BASE_BYTES - KEPT_HEAP_BYTES >= 2 * KEPT_RECORDS * PIECE_BYTES_PER_RECORD
 # Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
 # 0.5-1.2 on the generated halo) and what a merge in pieces spills (the sides of its messages, at most
 # 52 B a side before lz4 compresses it: 5 B per record on the generated halo).
@@ -171,15 +179,17 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     missing: dict[int, str] = {}
     cuts: dict[int, list[int]] = {}
     asked = Tasks.count(workers)
-    kept = KEPT_RECORDS if asked == 1 and mpi_size() <= 1 else None
+    keeps = _keeps_heap(budget)
+    kept = KEPT_RECORDS if asked == 1 and mpi_size() <= 1 and keeps else None
     if not in_memory:
         # the files' sizes on disk overestimate (partly filled blocks): count their records, and
         # cut the ranks too large for a piece while each is read
-        files, missing, cuts = _read_ranks(trace_dir, calls, records, _most(records, budget, asked, kept))
+        files, missing, cuts = _read_ranks(trace_dir, calls, records,
+                                              _most(records, budget, asked, kept, _halved(budget, asked, delete_raw)))
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     if in_memory:
-        with reused_heap():
+        with reused_heap() if keeps else released_heap():
             return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
     return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, asked, kept,
                          delete_raw, t0)
@@ -210,8 +220,10 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
     # (whatever --workers says) or its pieces one after the other, also when the budget left one
     # process of those asked for (1,000 M records of 64 ranks, --workers 2: 483 s without, 375 s
     # with); merging workers were slower with it (100 M records, 2 workers: 24.4 -> 26.4-28.8 s).
-    alone = mpi_size() <= 1 and n == 1
-    with reused_heap() if alone else nullcontext(), Tasks(n, setup=worker_setup) as tasks:
+    # Below the budget that holds the kept heap, every process releases its arrays (released_heap).
+    alone, keeps = mpi_size() <= 1 and n == 1, _keeps_heap(budget)
+    heap = reused_heap() if alone and keeps else released_heap() if not keeps else nullcontext()
+    with heap, Tasks(n, setup=worker_setup) as tasks:
         warnings = fewer + _file_warnings(trace_dir, files, missing)
         swaps, swap_warnings = bcast_swaps(trace_dir, files)
         nranks = _world(files, missing)
@@ -219,13 +231,18 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
-                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept)
-        # writes beside the next piece's work where this process merges the pieces in turn; not where
-        # a piece's raw files are removed once written (they must be written first); the next piece
-        # built beside this one where the budget holds two
-        behind = alone and not delete_raw
-        whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind,
-                                    ahead=behind and 2 * p.largest_piece * PIECE_BYTES_PER_RECORD <= per_worker)
+                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(budget, n, delete_raw))
+        # writes beside the next piece's work where this process merges the pieces in turn and its
+        # share holds two pieces (one written, one built) beside the kept heap; not where a piece's
+        # raw files are removed once written (they must be written first); the next piece built
+        # beside this one where the share holds three (one written, one built, one read). At
+        # --memory 1GiB, 100 M records of 16 ranks, pieces of 2.1 M records: 0.97 GiB without the
+        # writes beside (89.9 s), 1.01 GiB with (81.6 s).
+        held, largest_bytes = KEPT_HEAP_BYTES if alone and keeps else 0, p.largest_piece * PIECE_BYTES_PER_RECORD
+        behind = alone and not delete_raw and held + 2 * largest_bytes <= per_worker
+        ahead = behind and held + 3 * largest_bytes <= per_worker
+        whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind, ahead=ahead,
+                                    released=not keeps)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
     return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings + swap_warnings,
@@ -233,7 +250,16 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       "memory_budget": budget}, t0)
 
 
-def _most(records: dict[int, int], budget: int, asked: int, kept: int | None) -> int | None:
+def _halved(budget: int, processes: int, delete_raw: bool) -> bool:
+    """Whether a piece may take half a process's share: where one process merges alone without the
+    kept heap and writes each piece beside the next one's work, which then holds two. 100 M records
+    of 16 ranks, --memory 1.25GiB: pieces of 3.1 M records, one at a time, peaked at 1.13 GiB
+    (96.1 s), of 2.1 M, two at a time, at 1.11 GiB (87.3 s); --memory 2GiB: whole ranks of 6.25 M
+    records 1.21 GiB (111.8 s), halves 1.11 GiB (87.1 s)."""
+    return processes == 1 and mpi_size() <= 1 and not _keeps_heap(budget) and not delete_raw
+
+
+def _most(records: dict[int, int], budget: int, asked: int, kept: int | None, halved: bool) -> int | None:
     """The records of a piece, above which a rank is cut (quiet.py): for the processes asked for, or
     as many as have a share of the budget, and on one process what its kept heap holds (`kept`:
     KEPT_RECORDS); None where no process has a share (the merge then says so).
@@ -246,7 +272,8 @@ def _most(records: dict[int, int], budget: int, asked: int, kept: int | None) ->
             break
     if per_worker <= 0:
         return None
-    return most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD, kept)
+    return most_records(records, per_worker // 2 if halved and n == 1 else per_worker, n, PIECE_BYTES_PER_RECORD,
+                        kept)
 
 
 def _per_worker(budget: int, n: int) -> int:
