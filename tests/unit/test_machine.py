@@ -8,10 +8,10 @@ import sys
 
 # In a fresh interpreter: once a heap has kept freed arrays, later large arrays may reuse its free
 # chunks even outside reused_heap (the suite's merges run in the test process).
-_FAULTS = """
+_COUNT = """
 import json, resource
 import numpy as np
-from mpiscope.machine import reused_heap, small_pages
+from mpiscope.machine import released_heap, reused_heap, small_pages
 
 def faults(count, nbytes):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -19,7 +19,8 @@ def faults(count, nbytes):
         a = np.ones(nbytes // 8)
         del a
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-
+"""
+_FAULTS = _COUNT + """
 with small_pages():  # as the merge runs: a fault per 4 KiB page, not per huge page
     outside = faults(3, 64 << 20)
     with reused_heap():
@@ -37,18 +38,7 @@ def test_freed_large_arrays_are_reused_without_page_faults() -> None:
     assert got["inside"] < 1.5 * got["pages"], got
 
 
-_RELEASED = """
-import json, resource
-import numpy as np
-from mpiscope.machine import released_heap, small_pages
-
-def faults(count, nbytes):
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(count):
-        a = np.ones(nbytes // 8)
-        del a
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-
+_RELEASED = _COUNT + """
 with small_pages():  # released first: a heap that holds a free chunk gives it out whatever the threshold
     with released_heap():
         released = faults(3, 8 << 20)
