@@ -98,29 +98,22 @@ def reused_heap() -> Iterator[None]:
 RELEASED_ABOVE = 1 << 20
 
 
-def release_arrays() -> bool:
-    """From now on, every array above RELEASED_ABOVE is mapped on its own and given back to the
-    kernel when freed (False where glibc is not there to ask). glibc would keep arrays of up to
-    32 MiB in its heap, where the holes they leave between arrays still alive stay resident: a
-    merge in pieces of 3.1 M records, one process, 1.25 GiB budget, peaked at 1.53 GiB with a
-    heap of 1.0 GiB of which 0.83 was free; with this, at 1.11 GiB (80.6 s, not 69.6)."""
-    libc = _glibc()
-    return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, RELEASED_ABOVE))
-
-
 @contextmanager
 def released_heap() -> Iterator[None]:
-    """release_arrays while the context lasts; then glibc's thresholds as they end up in a process
-    that freed large arrays (they no longer move once set): arrays up to 32 MiB from the heap, which
-    keeps twice that free at its top."""
-    if not release_arrays():
+    """While the context lasts, every array above RELEASED_ABOVE is mapped on its own and given back
+    to the kernel when freed. glibc would keep arrays of up to 32 MiB in its heap, where the holes
+    they leave between arrays still alive stay resident: a merge in pieces of 3.1 M records, one
+    process, 1.25 GiB budget, peaked at 1.53 GiB with a heap of 1.0 GiB of which 0.83 was free;
+    with this, at 1.11 GiB (80.6 s, not 69.6). After it, glibc's thresholds as they end up in a
+    process that freed large arrays (they no longer move once set): arrays up to 32 MiB from the
+    heap, which keeps twice that free at its top. Elsewhere than glibc, nothing changes."""
+    libc = _glibc()
+    if libc is None or not libc.mallopt(M_MMAP_THRESHOLD, RELEASED_ABOVE):
         yield
         return
     try:
         yield
     finally:
-        libc = _glibc()
-        assert libc is not None
         libc.mallopt(M_MMAP_THRESHOLD, GROWN_MMAP_THRESHOLD)
         libc.mallopt(M_TRIM_THRESHOLD, 2 * GROWN_MMAP_THRESHOLD)
         libc.malloc_trim(0)

@@ -19,7 +19,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from mpiscope.machine import release_arrays
 from mpiscope.trace.clocks import ShiftBounds, _bellman_ford
 from mpiscope.trace.damaged import Window, match_around_gaps
 from mpiscope.trace.match import P2P, Side, reorder_threads
@@ -57,8 +56,6 @@ def match_bucket(whole: Whole, bucket: int, event_offsets: np.ndarray, windows: 
                  bounds: ShiftBounds, damaged: list[int], path: Path) -> Matched:
     """Match one bucket's messages, write them (times unshifted) to `path`; event_offsets: each
     piece's first event id."""
-    if whole.released:
-        release_arrays()
     sends, sbytes, sleave = _side(read_bucket(whole, "sends", bucket, event_offsets))
     recvs, rbytes, rleave = _side(read_bucket(whole, "recvs", bucket, event_offsets))
     p2p = P2P(sends, sbytes, sleave, recvs, rbytes, rleave)

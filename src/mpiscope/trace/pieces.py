@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from mpiscope.machine import release_arrays, small_pages
+from mpiscope.machine import small_pages
 from mpiscope.trace import FINALIZE_CALLS
 from mpiscope.trace.behind import WRITES
 from mpiscope.trace.clocks import RankClock
@@ -61,7 +61,6 @@ class Whole:
     processes: int = 1          # merging at once: a piece writes its events in parallel with the cores left
     behind: bool = False        # writes run beside the next piece's work (behind.py): one process, in turn
     ahead: bool = False         # and the next piece is read and built beside this one's (three fit the budget)
-    released: bool = False      # every process gives its arrays back when freed (machine.release_arrays)
 
 
 @dataclass(frozen=True)
@@ -94,8 +93,6 @@ def read(whole: Whole, piece: Piece, following: Piece | None = None, build: bool
     """The records and persistent starts of a piece (event ids from 0); its files unmapped. The
     `following` piece is meanwhile read and built on a thread of its own where whole.ahead and
     `build` (the next task of the same pass), else its files are read from disk (reader.readahead)."""
-    if whole.released:  # a worker's (this process's already is, where it merges alone)
-        release_arrays()
     made = _BUILT.pop(piece, None)
     _BUILT.clear()  # a piece built for a pass that went otherwise (a failure)
     if following is not None and whole.ahead and build:
