@@ -66,6 +66,8 @@ def test_receive_never_sent_is_a_deadlock_with_its_envelope(tmp_path):
     recv = t.events().filter((pl.col("rank") == 1) & pl.col("t_leave_ns").is_null()).collect()
     assert recv["call"].to_list() == ["MPI_Recv"]
     assert (recv["peer"][0], recv["tag"][0], recv["bytes"][0], recv["comm"][0]) == (0, 7, 4, 0)
+    # rank 1 was killed without a trace of it (SIGINT blocked, hang.c): stopped at the Ctrl-C
+    assert t.manifest["rank_states"]["1"] == "cut off"
     ended = t.manifest["ended_ns"]
     assert int(ended["1"]) - recv["t_enter_ns"][0] >= BLOCKED_S * 1e9 * 0.9
     first = d["findings"][0]

@@ -256,11 +256,14 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, paused: bool = Fa
     env.update(bcast_env(bcast) if bcast else {ENV_MODE: "library"})
     env.update(extra_env or {})
     t0 = time.perf_counter()
-    code, interrupted = _wait(subprocess.Popen(cmd, env=env))
+    code, interrupted_ns = _wait(subprocess.Popen(cmd, env=env))
     seconds = time.perf_counter() - t0
     ranks = len(list((out / "raw").glob("rank-*.msc")))
-    manifest.update({"exit_code": code, "interrupted": interrupted, "wall_seconds": seconds, "ranks": ranks,
-                     "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    manifest.update({"exit_code": code, "interrupted": interrupted_ns is not None, "wall_seconds": seconds,
+                     "ranks": ranks, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    if interrupted_ns is not None:
+        # on this host's clock, which the ranks that ran here read too: the merge puts it on the trace's
+        manifest["interrupted_at"] = {"boot_id": _boot_id(), "monotonic_ns": interrupted_ns}
     write_manifest(out, manifest)
     return RunResult(code, out, seconds, manifest)
 
@@ -289,15 +292,15 @@ STOP_GRACE_S = 3.0
 KILL_GRACE_S = 10.0
 
 
-def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, bool]:
-    """(exit code, whether Ctrl-C stopped it) of the launched job. After Ctrl-C the job is sent
-    SIGTERM STOP_GRACE_S later and SIGKILL KILL_GRACE_S after that (or at the next Ctrl-C); it
-    exits 128 + SIGINT, as a shell reports a job stopped by Ctrl-C (MPICH's Hydra exits 0 once
-    it has passed a Ctrl-C on to the ranks it stopped)."""
+def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, int | None]:
+    """(exit code, when Ctrl-C stopped it: CLOCK_MONOTONIC, None if it did not) of the launched
+    job. After Ctrl-C the job is sent SIGTERM STOP_GRACE_S later and SIGKILL KILL_GRACE_S after
+    that (or at the next Ctrl-C); it exits 128 + SIGINT, as a shell reports a job stopped by
+    Ctrl-C (MPICH's Hydra exits 0 once it has passed a Ctrl-C on to the ranks it stopped)."""
     try:
-        return _until_exit(proc), False
+        return _until_exit(proc), None
     except KeyboardInterrupt:
-        pass
+        interrupted_ns = time.monotonic_ns()
     for sig, grace in ((None, STOP_GRACE_S), (signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
         if sig is not None:
             proc.send_signal(sig)
@@ -306,7 +309,15 @@ def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, bool]:
             break
         except (subprocess.TimeoutExpired, KeyboardInterrupt):
             continue
-    return 128 + signal.SIGINT, True
+    return 128 + signal.SIGINT, interrupted_ns
+
+
+def _boot_id() -> str:
+    """This boot of this host, as the recorder writes it into a rank file's header ("" unknown)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _until_exit(proc: subprocess.Popen[bytes], timeout: float | None = None) -> int:

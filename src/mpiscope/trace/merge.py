@@ -414,7 +414,7 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
         "rank_states": {str(f.rank): R.STATE_NAMES.get(f.state, "unknown") for f in files},
         "truncated_ranks": [f.rank for f in files if f.cut_off],
         "unfinished_calls": o.stuck,
-        "ended_ns": _ended(files, clocks, o.shifts, o.latest),
+        "ended_ns": _ended(files, clocks, o.shifts, o.latest, manifest.get("interrupted_at")),
         "hosts": {str(f.rank): f.header["hostname"].decode(errors="replace") for f in files},
         "placement": placement({f.rank: f.header for f in files}),
         "clock": {"kind": "tsc" if any(int(f.header["clock_kind"]) for f in files) else "monotonic",
@@ -434,19 +434,43 @@ def _finish(trace_dir: Path, manifest: dict[str, Any], files: list[RankFile], mi
 
 
 def _ended(files: list[RankFile], clocks: dict[int, RankClock], shifts: np.ndarray,
-           latest: dict[int, int]) -> dict[str, int]:
+           latest: dict[int, int], interrupted_at: dict[str, Any] | None = None) -> dict[str, int]:
     """When each rank that did not finish was stopped (a fatal signal, MPI_Abort), on the trace's
     clock: a call it was inside lasted until then, which its record (no exit) cannot say. A rank
     killed by SIGKILL has no such time, but for the last signal its program handled and went on
     after (runtime/signals.c): it ran at least until then, and until its latest entry (`latest`,
-    before the shifts)."""
+    before the shifts). In a run stopped by Ctrl-C it also ran until the Ctrl-C (`interrupted_at`,
+    capture/run.py): a launcher kills with SIGKILL the ranks whose SIGINT it had not yet seen act
+    once one rank died of its own (MPICH's Hydra does, on a loaded machine often)."""
+    interrupted = _interrupted_ns(files, clocks, shifts, interrupted_at)
     ended = {}
     for f in files:
-        ns = int(f.header["ns_end"])
-        if f.cut_off and ns and int(f.header["tick_end"]):
-            at = max(clocks[f.rank].global_ns(ns), latest.get(f.rank, 0))
-            ended[str(f.rank)] = at + (int(shifts[f.rank]) if f.rank < shifts.size else 0)
+        if not f.cut_off:
+            continue
+        ns, own = int(f.header["ns_end"]), int(f.header["tick_end"])
+        stops = [clocks[f.rank].global_ns(ns) + _shift(shifts, f.rank)] if ns and own else []
+        if interrupted is not None and f.state == R.STATE_RUNNING:
+            stops.append(interrupted)
+        if stops:
+            ended[str(f.rank)] = max(*stops, latest.get(f.rank, 0) + _shift(shifts, f.rank))
     return ended
+
+
+def _interrupted_ns(files: list[RankFile], clocks: dict[int, RankClock], shifts: np.ndarray,
+                    interrupted_at: dict[str, Any] | None) -> int | None:
+    """The Ctrl-C that stopped the run, on the trace's clock: through the clock of a rank that ran
+    on the host (and boot) whose monotonic clock `mpiscope run` read then; None without one."""
+    if not interrupted_at or not interrupted_at.get("boot_id"):
+        return None
+    for f in files:
+        if f.header["boot_id"].decode(errors="replace") == interrupted_at["boot_id"]:
+            return clocks[f.rank].global_ns(int(interrupted_at["monotonic_ns"])) + _shift(shifts, f.rank)
+    return None
+
+
+def _shift(shifts: np.ndarray, rank: int) -> int:
+    """The causality shift of rank's times (0 for a rank beyond those shifted)."""
+    return int(shifts[rank]) if rank < shifts.size else 0
 
 
 def _read_ranks(trace_dir: Path, calls: CallTable, records: dict[int, int] | None = None,

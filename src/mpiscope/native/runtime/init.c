@@ -355,7 +355,10 @@ int msc_abort(void *site, MPI_Comm comm, int errorcode)
         r->tag = errorcode;
         msc_leave(r);
     }
-    if (msc_tracking) msc_stop(MSC_STATE_ABORTED, 0);
+    if (msc_tracking) {
+        msc_stop(MSC_STATE_ABORTED, 0);
+        copy_maps();  /* as before MPI_Finalize: what was loaded since MPI_Init places its call sites */
+    }
     return PMPI_Abort(comm, errorcode);
 }
 
