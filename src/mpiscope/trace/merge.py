@@ -180,25 +180,26 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     cuts: dict[int, list[int]] = {}
     asked = Tasks.count(workers)
     keeps = _keeps_heap(budget)
-    kept = KEPT_RECORDS if asked == 1 and mpi_size() <= 1 and keeps else None
+    kept = _kept(asked, keeps)
     if not in_memory:
         # the files' sizes on disk overestimate (partly filled blocks): count their records, and
         # cut the ranks too large for a piece while each is read
         files, missing, cuts = _read_ranks(trace_dir, calls, records,
-                                              _most(records, budget, asked, kept, _halved(budget, asked, delete_raw)))
+                                              _most(records, budget, asked, kept, _halved(asked, keeps, delete_raw)))
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     if in_memory:
         with reused_heap() if keeps else released_heap():
             return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, asked, kept,
+    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, asked, keeps,
                          delete_raw, t0)
 
 
 def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
                   missing: dict[int, str], records: dict[int, int], cuts: dict[int, list[int]], budget: int,
-                  asked: int, kept: int | None, delete_raw: bool, t0: float) -> MergeResult:
-    """A merge in pieces on up to `asked` processes (Tasks.count), as many as the budget holds."""
+                  asked: int, keeps: bool, delete_raw: bool, t0: float) -> MergeResult:
+    """A merge in pieces on up to `asked` processes (Tasks.count), as many as the budget holds;
+    `keeps`: whether the budget holds the kept heap (_keeps_heap)."""
     largest = longest(records, cuts)
     n = _processes(budget, largest, asked)
     if n == 0:
@@ -223,7 +224,8 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
     # Below the budget that holds the kept heap, one process releases its arrays (released_heap);
     # merging workers keep glibc's own way (100 M records of 16 ranks, --memory 2GiB, 2 workers:
     # 1.46 GiB in all, 69.1 s; 1.55 GiB, 74.9 s with their arrays released).
-    alone, keeps = mpi_size() <= 1 and n == 1, _keeps_heap(budget)
+    alone = mpi_size() <= 1 and n == 1
+    kept = _kept(asked, keeps)
     heap = (reused_heap() if keeps else released_heap()) if alone else nullcontext()
     with heap, Tasks(n, setup=worker_setup) as tasks:
         warnings = fewer + _file_warnings(trace_dir, files, missing)
@@ -233,7 +235,7 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
-                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(budget, n, delete_raw))
+                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(n, keeps, delete_raw))
         # writes beside the next piece's work where this process merges the pieces in turn and its
         # share holds two pieces (one written, one built) beside the kept heap; not where a piece's
         # raw files are removed once written (they must be written first); the next piece built
@@ -251,13 +253,19 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       "memory_budget": budget}, t0)
 
 
-def _halved(budget: int, processes: int, delete_raw: bool) -> bool:
+def _kept(asked: int, keeps: bool) -> int | None:
+    """The records of a piece the kept heap holds where one process was asked to merge (and the
+    budget holds that heap); None where the heap is not kept."""
+    return KEPT_RECORDS if asked == 1 and mpi_size() <= 1 and keeps else None
+
+
+def _halved(processes: int, keeps: bool, delete_raw: bool) -> bool:
     """Whether a piece may take half a process's share: where one process merges alone without the
     kept heap and writes each piece beside the next one's work, which then holds two. 100 M records
     of 16 ranks, --memory 1.25GiB: pieces of 3.1 M records, one at a time, peaked at 1.13 GiB
     (96.1 s), of 2.1 M, two at a time, at 1.11 GiB (87.3 s); --memory 2GiB: whole ranks of 6.25 M
     records 1.21 GiB (111.8 s), halves 1.11 GiB (87.1 s)."""
-    return processes == 1 and mpi_size() <= 1 and not _keeps_heap(budget) and not delete_raw
+    return processes == 1 and mpi_size() <= 1 and not keeps and not delete_raw
 
 
 def _most(records: dict[int, int], budget: int, asked: int, kept: int | None, halved: bool) -> int | None:
