@@ -58,7 +58,7 @@ from mpiscope.trace.instances import assemble
 from mpiscope.trace.pieces import Piece, Survey, Whole, drop_built, survey, write_events
 from mpiscope.trace.quiet import spans
 from mpiscope.trace.reader import RANK_FILE, rank_files
-from mpiscope.trace.storage import install_dataset, write_one, write_table
+from mpiscope.trace.storage import install_dataset, install_file, write_one, write_table
 
 SPILL = ".merge-spill"
 
@@ -244,8 +244,7 @@ def _fresh(path: Path) -> Path:
 def _install(trace_dir: Path, datasets: dict[str, Path], collectives: Path, comms: pl.DataFrame) -> None:
     """Put the new tables in place of any earlier ones (of either layout)."""
     write_one(trace_dir, "comms", comms)
-    collectives.replace(trace_dir / "collectives.parquet")
-    shutil.rmtree(trace_dir / "collectives", ignore_errors=True)  # the dataset of an earlier merge
+    install_file(trace_dir, "collectives", collectives)
     for name, made in datasets.items():
         install_dataset(trace_dir, name, made)
 

@@ -349,14 +349,19 @@ def write_one(trace_dir: Path, name: str, df: pl.DataFrame, parts: int = 1, comp
             install_dataset(trace_dir, name, tmp)
         else:
             write_table(df, tmp, compact)
-            tmp.replace(path)
-            shutil.rmtree(trace_dir / name, ignore_errors=True)  # the dataset of an earlier merge
+            install_file(trace_dir, name, tmp)
     except OSError as e:
         if tmp.is_dir():
             shutil.rmtree(tmp, ignore_errors=True)
         tmp.unlink(missing_ok=True)
         raise UsageError(f"cannot write {path} ({e.strerror}); free space or make {trace_dir} "
                          f"writable, then run: mpiscope merge {trace_dir}") from e
+
+
+def install_file(trace_dir: Path, name: str, made: Path) -> None:
+    """The Parquet file `made` as the table NAME.parquet, in place of an earlier table of either layout."""
+    made.replace(trace_dir / f"{name}.parquet")
+    shutil.rmtree(trace_dir / name, ignore_errors=True)  # the dataset of an earlier merge
 
 
 def install_dataset(trace_dir: Path, name: str, made: Path) -> None:
