@@ -59,7 +59,7 @@ GROWN_MMAP_THRESHOLD = 32 << 20
 # Freed heap kept for the next arrays. More is faster but the merge's Polars and Arrow memory
 # (their own allocators) comes on top: 1,000 M records in pieces of one 15.6 M-record rank peaked
 # at 3.64 GB with 1 GiB kept (364 s), 4.45 GB with 2 GiB and 4.52 GB with 3 GiB (312 s), over
-# the default budget of 4 GiB.
+# the default budget of 4 GiB. A smaller budget keeps less (merge._kept_heap).
 KEPT_HEAP_BYTES = 1 << 30
 
 
@@ -72,11 +72,11 @@ def _glibc() -> ctypes.CDLL | None:
 
 
 @contextmanager
-def reused_heap() -> Iterator[None]:
+def reused_heap(kept: int = KEPT_HEAP_BYTES) -> Iterator[None]:
     """glibc maps every array above 32 MiB with mmap and unmaps it when freed, so the next array
     of that size starts over with one page fault per 4 KiB. The merge allocates arrays of the
     same sizes again and again (each piece, in both passes): taken from the heap and kept there
-    when freed (up to KEPT_HEAP_BYTES), they are reused without faults. Measured on the
+    when freed (up to `kept` bytes), they are reused without faults. Measured on the
     generated halo (bench/merge_scale.py's traces), one process: 100 M records in pieces
     33.5 -> 28.3 s (system time 17.1 -> 8.9 s, peak 3.42 -> 3.76 GB), 30 M 11.6 -> 8.6 s
     (3.1 M -> 1.4 M page faults), 10 M in memory 2.10 -> 1.95 s (peak 2.15 -> 2.41 GB).
@@ -85,12 +85,21 @@ def reused_heap() -> Iterator[None]:
     if libc is None or not libc.mallopt(M_MMAP_MAX, 0):
         yield
         return
-    libc.mallopt(M_TRIM_THRESHOLD, KEPT_HEAP_BYTES)
+    libc.mallopt(M_TRIM_THRESHOLD, kept)
     try:
         yield
     finally:
         libc.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)
         libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
+        libc.malloc_trim(0)
+
+
+def trim_heap() -> None:
+    """Give the heap's free memory back to the kernel now (glibc's malloc_trim), where the next step
+    allocates through Polars' or Arrow's own allocators, which do not take it. Elsewhere than
+    glibc, nothing happens."""
+    libc = _glibc()
+    if libc is not None:
         libc.malloc_trim(0)
 
 

@@ -187,7 +187,7 @@ def test_a_rank_larger_than_a_piece_is_cut(extracted, tmp_path: Path, monkeypatc
 def test_one_process_makes_pieces_its_kept_heap_holds(extracted, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A process that merges its pieces one after another makes them no larger than its kept heap
-    holds (merge.KEPT_RECORDS), whatever the budget allows: smaller pieces, a rank larger than
+    holds (merge._kept_heap), whatever the budget allows: smaller pieces, a rank larger than
     that cut; the tables the same. Where the budget holds three such pieces, each next one is built
     on a thread of its own beside the one before (pieces.read)."""
     whole = extracted("skew5")
@@ -202,19 +202,32 @@ def test_one_process_makes_pieces_its_kept_heap_holds(extracted, tmp_path: Path,
         return build(*args)
 
     monkeypatch.setattr(pieces_module, "_read", spied)
-    monkeypatch.setattr(merge, "_keeps_heap", lambda budget: True)  # a kept heap of no room beside
-    monkeypatch.setattr(merge, "KEPT_HEAP_BYTES", 0)                # these small pieces
-    made, ahead = {}, {}
-    for kept in (1 << 40, largest // 3):
-        monkeypatch.setattr(merge, "KEPT_RECORDS", kept)
+    monkeypatch.setattr(merge, "HEAP_BYTES_PER_RECORD", 1)  # a kept heap of next to no room beside
+    made, ahead = {}, {}                                    # these small pieces
+    for kept in (100 * largest, largest // 3):
+        monkeypatch.setattr(merge, "_kept_heap", lambda budget, kept=kept: kept)
         pieces = copy(whole, tmp_path / f"kept-{kept}")
         built_on.clear()
         merge_trace(pieces, memory=budget_for(pieces))
         made[kept] = json.loads((pieces / "manifest.json").read_text())["merge"]["pieces"]
         ahead[kept] = sum(name.startswith("mpiscope-build") for name in built_on)
         assert_same_merge(whole, pieces)
-    assert made[largest // 3] >= made[1 << 40] + 2, made
-    assert ahead[1 << 40] == 0 and ahead[largest // 3] >= made[largest // 3], ahead  # both passes
+    assert made[largest // 3] >= made[100 * largest] + 2, made
+    assert ahead[100 * largest] == 0 and ahead[largest // 3] >= made[largest // 3], ahead  # both passes
+
+
+def test_the_kept_heap_grows_with_the_budget_beside_two_of_its_pieces() -> None:
+    """The heap one process keeps (merge._kept_heap) leaves room in the budget for two pieces of
+    the records it holds (one written while the next is built); it grows with the budget up to
+    machine.KEPT_HEAP_BYTES, and a budget too small for a useful one releases the arrays (0)."""
+    heaps = []
+    for budget in range(BASE_BYTES, 8 << 30, 64 << 20):
+        heap = merge._kept_heap(budget)
+        assert heap == 0 or merge.SMALLEST_KEPT_HEAP <= heap <= merge.KEPT_HEAP_BYTES
+        assert BASE_BYTES + heap + 2 * (heap // merge.HEAP_BYTES_PER_RECORD) * PIECE_BYTES_PER_RECORD <= budget
+        heaps.append(heap)
+    assert heaps == sorted(heaps) and heaps[0] == 0 and heaps[-1] == merge.KEPT_HEAP_BYTES
+    assert merge._kept_heap(1 << 30) == 0 and 0 < merge._kept_heap(2 << 30) < merge.KEPT_HEAP_BYTES
 
 
 def test_a_cut_rank_reads_only_its_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

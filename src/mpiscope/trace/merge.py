@@ -114,15 +114,26 @@ SIDE_BYTES = 280
 # 1,000 M records of 64 ranks, each cut in 4, the wall time stayed (571-581 s beside 579 s; a
 # third read of every rank then found the cuts) with 10 % less CPU and a peak of 2.8 GiB, not 3.7.
 # A piece frees and takes again ~200 B per record (5.2 M records fit 1 GiB, 7.8 M did not).
-KEPT_RECORDS = KEPT_HEAP_BYTES // 256
+HEAP_BYTES_PER_RECORD = 256
+# A smaller kept heap makes pieces too small to pay: 100 M records of 16 ranks peaked above a
+# budget of 1 GiB with one of 189 MiB (1.05-1.14 GiB: the collectives, assembled by Polars after
+# the matching, come on top of what the heap holds), where the arrays released peaked at 0.87-0.94.
+SMALLEST_KEPT_HEAP = 320 << 20
 
 
-def _keeps_heap(budget: int) -> bool:
-    """Whether the budget holds the kept heap beside two pieces of the records it holds (one
-    written while the next is built): from about 3 GiB. Below, the merge releases its arrays
-    (machine.released_heap): with the heap kept, 100 M records of 16 ranks peaked at 1.62 GiB
-    for a budget of 1 GiB, 1.97 for 1.25 GiB, 2.01 for 2 GiB (32 pieces)."""
-    return budget - BASE_BYTES - KEPT_HEAP_BYTES >= 2 * KEPT_RECORDS * PIECE_BYTES_PER_RECORD
+def _kept_heap(budget: int) -> int:
+    """The freed heap one process merging alone keeps for reuse (machine.reused_heap): up to
+    KEPT_HEAP_BYTES, as much as four fifths of its share hold beside two pieces of the records that
+    heap holds (one written while the next is built); 0 (the arrays released: machine.released_heap)
+    where that is less than SMALLEST_KEPT_HEAP, below a budget of about 1.5 GiB. Released, every
+    array is faulted in anew: 100 M records of 16 ranks at --memory 2GiB took 83-86 s, 43-45 s of
+    it system time; with a heap of 499 MiB 59-60 s (6 s), peak 1.25-1.27 GiB instead of 1.11-1.12
+    (at 1.5GiB, 344 MiB: 53-55 s instead of 79-83, peak 1.00-1.06 GiB instead of 0.92)."""
+    share = (budget - BASE_BYTES) * 4 // 5
+    heap = min(KEPT_HEAP_BYTES, share * HEAP_BYTES_PER_RECORD // (HEAP_BYTES_PER_RECORD + 2 * PIECE_BYTES_PER_RECORD))
+    return heap if heap >= SMALLEST_KEPT_HEAP else 0
+
+
 # Disk a merge needs per record: its tables (bench/trace_size.py: 1-4 B per event on recorded traces,
 # 0.5-1.2 on the generated halo) and what a merge in pieces spills (the sides of its messages, at most
 # 52 B a side before lz4 compresses it: 5 B per record on the generated halo).
@@ -179,27 +190,27 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     missing: dict[int, str] = {}
     cuts: dict[int, list[int]] = {}
     asked = Tasks.count(workers)
-    keeps = _keeps_heap(budget)
-    kept = _kept(asked, keeps)
+    heap = _kept_heap(budget)
+    kept = _kept(asked, heap)
     if not in_memory:
         # the files' sizes on disk overestimate (partly filled blocks): count their records, and
         # cut the ranks too large for a piece while each is read
         files, missing, cuts = _read_ranks(trace_dir, calls, records,
-                                              _most(records, budget, asked, kept, _halved(asked, keeps, delete_raw)))
+                                              _most(records, budget, asked, kept, _halved(asked, heap, delete_raw)))
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     if in_memory:
-        with reused_heap() if keeps else released_heap():
+        with reused_heap(heap) if heap else released_heap():
             return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, asked, keeps,
+    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, asked, heap,
                          delete_raw, t0)
 
 
 def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
                   missing: dict[int, str], records: dict[int, int], cuts: dict[int, list[int]], budget: int,
-                  asked: int, keeps: bool, delete_raw: bool, t0: float) -> MergeResult:
+                  asked: int, heap: int, delete_raw: bool, t0: float) -> MergeResult:
     """A merge in pieces on up to `asked` processes (Tasks.count), as many as the budget holds;
-    `keeps`: whether the budget holds the kept heap (_keeps_heap)."""
+    `heap`: the freed heap one process merging alone keeps (_kept_heap)."""
     largest = longest(records, cuts)
     n = _processes(budget, largest, asked)
     if n == 0:
@@ -221,13 +232,13 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
     # (whatever --workers says) or its pieces one after the other, also when the budget left one
     # process of those asked for (1,000 M records of 64 ranks, --workers 2: 483 s without, 375 s
     # with); merging workers were slower with it (100 M records, 2 workers: 24.4 -> 26.4-28.8 s).
-    # Below the budget that holds the kept heap, one process releases its arrays (released_heap);
+    # Below the budget that holds a kept heap (_kept_heap), one process releases its arrays (released_heap);
     # merging workers keep glibc's own way (100 M records of 16 ranks, --memory 2GiB, 2 workers:
     # 1.46 GiB in all, 69.1 s; 1.55 GiB, 74.9 s with their arrays released).
     alone = mpi_size() <= 1 and n == 1
-    kept = _kept(asked, keeps)
-    heap = (reused_heap() if keeps else released_heap()) if alone else nullcontext()
-    with heap, Tasks(n, setup=worker_setup) as tasks:
+    kept = _kept(asked, heap)
+    allocator = (reused_heap(heap) if heap else released_heap()) if alone else nullcontext()
+    with allocator, Tasks(n, setup=worker_setup) as tasks:
         warnings = fewer + _file_warnings(trace_dir, files, missing)
         swaps, swap_warnings = bcast_swaps(trace_dir, files)
         nranks = _world(files, missing)
@@ -235,14 +246,14 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
-                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(n, keeps, delete_raw))
+                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(n, heap, delete_raw))
         # writes beside the next piece's work where this process merges the pieces in turn and its
         # share holds two pieces (one written, one built) beside the kept heap; not where a piece's
         # raw files are removed once written (they must be written first); the next piece built
         # beside this one where the share holds three (one written, one built, one read). At
         # --memory 1GiB, 100 M records of 16 ranks, pieces of 2.1 M records: 0.97 GiB without the
         # writes beside (89.9 s), 1.01 GiB with (81.6 s).
-        held, largest_bytes = KEPT_HEAP_BYTES if alone and keeps else 0, p.largest_piece * PIECE_BYTES_PER_RECORD
+        held, largest_bytes = heap if alone else 0, p.largest_piece * PIECE_BYTES_PER_RECORD
         behind = alone and not delete_raw and held + 2 * largest_bytes <= per_worker
         ahead = behind and held + 3 * largest_bytes <= per_worker
         whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind, ahead=ahead)
@@ -253,25 +264,26 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       "memory_budget": budget}, t0)
 
 
-def _kept(asked: int, keeps: bool) -> int | None:
-    """The records of a piece the kept heap holds where one process was asked to merge (and the
-    budget holds that heap); None where the heap is not kept."""
-    return KEPT_RECORDS if asked == 1 and mpi_size() <= 1 and keeps else None
+def _kept(asked: int, heap: int) -> int | None:
+    """The records of a piece the kept heap of `heap` bytes holds where one process was asked to
+    merge; None where the heap is not kept."""
+    return heap // HEAP_BYTES_PER_RECORD if asked == 1 and mpi_size() <= 1 and heap else None
 
 
-def _halved(processes: int, keeps: bool, delete_raw: bool) -> bool:
+def _halved(processes: int, heap: int, delete_raw: bool) -> bool:
     """Whether a piece may take half a process's share: where one process merges alone without the
     kept heap and writes each piece beside the next one's work, which then holds two. 100 M records
     of 16 ranks, --memory 1.25GiB: pieces of 3.1 M records, one at a time, peaked at 1.13 GiB
     (96.1 s), of 2.1 M, two at a time, at 1.11 GiB (87.3 s); --memory 2GiB: whole ranks of 6.25 M
     records 1.21 GiB (111.8 s), halves 1.11 GiB (87.1 s)."""
-    return processes == 1 and mpi_size() <= 1 and not keeps and not delete_raw
+    return processes == 1 and mpi_size() <= 1 and not heap and not delete_raw
 
 
 def _most(records: dict[int, int], budget: int, asked: int, kept: int | None, halved: bool) -> int | None:
     """The records of a piece, above which a rank is cut (quiet.py): for the processes asked for, or
-    as many as have a share of the budget, and on one process what its kept heap holds (`kept`:
-    KEPT_RECORDS); None where no process has a share (the merge then says so).
+    as many as have a share of the budget (half of it where `halved`: _halved), and on one process
+    what its kept heap holds (`kept`: _kept); None where no process has a share (the merge then
+    says so).
     On this 2-core machine two processes merge no faster than one (1,000 M records of 64 ranks, each
     cut in 3 for --workers 2: 479 s, one process 484 s; 31.2 M of 2 ranks: 22.3 s, 22.5 s), but a
     rank no longer limits how many take part where there are cores for them."""
@@ -281,8 +293,7 @@ def _most(records: dict[int, int], budget: int, asked: int, kept: int | None, ha
             break
     if per_worker <= 0:
         return None
-    return most_records(records, per_worker // 2 if halved and n == 1 else per_worker, n, PIECE_BYTES_PER_RECORD,
-                        kept)
+    return most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD, kept, halved)
 
 
 def _per_worker(budget: int, n: int) -> int:
