@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from mpiscope.errors import UsageError
 
@@ -95,12 +96,13 @@ def reused_heap(kept: int = KEPT_HEAP_BYTES) -> Iterator[None]:
 
 
 def trim_heap() -> None:
-    """Give the heap's free memory back to the kernel now (glibc's malloc_trim), where the next step
-    allocates through Polars' or Arrow's own allocators, which do not take it. Elsewhere than
-    glibc, nothing happens."""
+    """Give the free memory of glibc's heap (malloc_trim; elsewhere than glibc, nothing) and of
+    Arrow's pool back to the kernel now, where the next step allocates mostly through another
+    allocator than the step before, which does not take what the other keeps."""
     libc = _glibc()
     if libc is not None:
         libc.malloc_trim(0)
+    pa.default_memory_pool().release_unused()
 
 
 # Arrays above this size are mapped on their own where the heap is released (released_heap).

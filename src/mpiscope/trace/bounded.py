@@ -100,10 +100,12 @@ def most_records(records: dict[int, int], per_worker: int, workers: int, piece_b
 
 
 def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int, side_bytes: int,
-         cuts: dict[int, list[int]], kept: int | None = None, halved: bool = False) -> Plan:
+         cuts: dict[int, list[int]], kept: int | None = None, halved: bool = False, held: int = 0) -> Plan:
     """Contiguous rank ranges of at most most_records, a rank cut (cuts: quiet.quiet_cuts) one
     piece per span, and enough buckets for the sides (at most one per record) to fit per_worker at
-    side_bytes each."""
+    side_bytes each, beside the `held` bytes of heap that one process keeps (merge._kept_heap):
+    the matching holds its sides in Arrow's pool, which does not take it (1,000 M records of 64
+    ranks, --memory 2GiB, 499 MiB kept: the buckets of the whole share peaked at 2.27 GiB)."""
     total = sum(records.values())
     most = most_records(records, per_worker, workers, piece_bytes, kept, halved)
     pieces: list[Piece] = []
@@ -118,7 +120,7 @@ def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: in
         else:
             pieces.append(Piece((rank,)))
             size = records[rank]
-    buckets = max(workers, -(-total * side_bytes // per_worker), 1)
+    buckets = max(workers, -(-total * side_bytes // (per_worker - held)), 1)
     return Plan(pieces, int(buckets), max((_records_of(piece, records) for piece in pieces), default=0))
 
 
@@ -179,9 +181,9 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         WRITES.wait()
     if shifts.any() or not feasible:
         tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
-    # the collectives are assembled by Polars, whose allocator does not take the heap the matching
-    # freed and kept: that goes back first (100 M records of 16 ranks, 1 M instances, a heap of
-    # 236 MiB kept: 0.48 -> 0.29 GiB resident before the collectives, their step the merge's peak)
+    # the collectives are assembled by Polars, whose allocator takes neither what the matching
+    # freed in the heap nor in Arrow's pool (1,000 M records of 64 ranks, 2 GiB: 1.06 -> 0.47 GiB
+    # resident before the collectives)
     trim_heap()
     colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
     # written now and installed with the other tables: the events are written without it in memory

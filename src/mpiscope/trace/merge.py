@@ -127,8 +127,9 @@ def _kept_heap(budget: int) -> int:
     heap holds (one written while the next is built); 0 (the arrays released: machine.released_heap)
     where that is less than SMALLEST_KEPT_HEAP, below a budget of about 1.5 GiB. Released, every
     array is faulted in anew: 100 M records of 16 ranks at --memory 2GiB took 83-86 s, 43-45 s of
-    it system time; with a heap of 499 MiB 59-60 s (6 s), peak 1.25-1.27 GiB instead of 1.11-1.12
-    (at 1.5GiB, 344 MiB: 53-55 s instead of 79-83, peak 1.00-1.06 GiB instead of 0.92)."""
+    it system time; with a heap of 499 MiB 55-60 s (5-6 s), peak 1.17-1.27 GiB instead of 1.11-1.12
+    (at 1.5GiB, 344 MiB: 50-55 s instead of 79-83, peak 1.00-1.06 GiB instead of 0.92); 1,000 M
+    records of 64 ranks at 2 GiB 500 s (76 s), peak 1.58 GiB; none kept, on a slower day, 1034 s (586 s)."""
     share = (budget - BASE_BYTES) * 4 // 5
     heap = min(KEPT_HEAP_BYTES, share * HEAP_BYTES_PER_RECORD // (HEAP_BYTES_PER_RECORD + 2 * PIECE_BYTES_PER_RECORD))
     return heap if heap >= SMALLEST_KEPT_HEAP else 0
@@ -245,15 +246,16 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         dense, _, comms = comm_table(files)
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
+        held = heap if alone else 0
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
-                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(n, heap, delete_raw))
+                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(n, heap, delete_raw), held)
         # writes beside the next piece's work where this process merges the pieces in turn and its
         # share holds two pieces (one written, one built) beside the kept heap; not where a piece's
         # raw files are removed once written (they must be written first); the next piece built
         # beside this one where the share holds three (one written, one built, one read). At
         # --memory 1GiB, 100 M records of 16 ranks, pieces of 2.1 M records: 0.97 GiB without the
         # writes beside (89.9 s), 1.01 GiB with (81.6 s).
-        held, largest_bytes = heap if alone else 0, p.largest_piece * PIECE_BYTES_PER_RECORD
+        largest_bytes = p.largest_piece * PIECE_BYTES_PER_RECORD
         behind = alone and not delete_raw and held + 2 * largest_bytes <= per_worker
         ahead = behind and held + 3 * largest_bytes <= per_worker
         whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind, ahead=ahead)
