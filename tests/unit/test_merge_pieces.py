@@ -20,6 +20,7 @@ from polars.testing import assert_frame_equal
 from mpiscope.errors import UsageError
 from mpiscope.trace import merge, open_trace, storage
 from mpiscope.trace import pieces as pieces_module
+from mpiscope.trace.bounded import plan
 from mpiscope.trace.merge import BASE_BYTES, PIECE_BYTES_PER_RECORD, merge_trace
 from mpiscope.trace.reader import rank_files, read_rank_file
 from mpiscope.trace.synthetic import halo_trace
@@ -228,6 +229,17 @@ def test_the_kept_heap_grows_with_the_budget_beside_two_of_its_pieces() -> None:
         heaps.append(heap)
     assert heaps == sorted(heaps) and heaps[0] == 0 and heaps[-1] == merge.KEPT_HEAP_BYTES
     assert merge._kept_heap(1 << 30) == 0 and 0 < merge._kept_heap(2 << 30) < merge.KEPT_HEAP_BYTES
+
+
+def test_the_matching_buckets_leave_room_for_the_kept_heap() -> None:
+    """The sides' buckets fit a process's share less the heap it keeps (bounded.plan's `held`): the
+    matching holds them in Arrow's pool, which does not take that heap; the pieces stay the same."""
+    records = {r: 1_000_000 for r in range(8)}
+    alone = plan(records, 1 << 30, 1, PIECE_BYTES_PER_RECORD, 280, {})
+    beside = plan(records, 1 << 30, 1, PIECE_BYTES_PER_RECORD, 280, {}, held=1 << 29)
+    assert alone.buckets == -(-8_000_000 * 280 // (1 << 30)) == 3
+    assert beside.buckets == -(-8_000_000 * 280 // (1 << 29)) == 5
+    assert beside.pieces == alone.pieces
 
 
 def test_a_cut_rank_reads_only_its_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
