@@ -22,7 +22,7 @@ the clock's own, so each time is stored once and only what is new in it:
   its send event's entry, an instance's first entry the least entry of its
   calls). The differences are zero but where the merge moved a time (a receive
   clamped to its send), so they take next to nothing; reading gathers the
-  events' times by event id (24 bytes an event in memory, only for the readers
+  events' times by event id (16 bytes an event in memory, only for the readers
   that ask for these times). A merge in pieces does not hold the events beside
   the messages and stores their times as offsets from an earlier time of the
   same row ("PUBLIC-BASE", for instance "t_recv_enter_ns-t_recv_leave_ns").
@@ -116,11 +116,11 @@ def encode(df: pl.DataFrame, compact: bool = False) -> pl.DataFrame:
 
 
 def event_times(events: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
-    """What messages derive their times from: every event's entry, exit and completion, by event id
-    (= row: 24 bytes an event in memory)."""
-    if isinstance(events, pl.DataFrame):
-        return events.select("t_enter_ns", "t_leave_ns", "t_complete_ns")
-    return events.select("t_enter_ns", "t_leave_ns", "t_complete_ns").collect(engine="streaming")
+    """What messages derive their times from: every event's entry and its completion (of the request
+    it started, else its exit; 0 where neither, as a derived null counts), by event id (= row: 16
+    bytes an event in memory). Neither column holds a null: NumPy gathers from them in place."""
+    times = events.select("t_enter_ns", pl.coalesce("t_complete_ns", "t_leave_ns").fill_null(0).alias("done_ns"))
+    return times if isinstance(times, pl.DataFrame) else times.collect(engine="streaming").rechunk()
 
 
 def instance_times(events: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
@@ -134,16 +134,13 @@ def instance_times(events: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
 
 
 def _derived_values(name: str, df: pl.DataFrame, source: pl.DataFrame, wanted: list[str]) -> pl.DataFrame:
-    """The derived value of each public time in `wanted` for df's rows (null where the events give
-    none), from `source`: event_times for messages (a message's times are its send and receive
-    events' entries and completions, else exits), instance_times for collectives."""
-    if name == "messages":
-        def at(ids: pl.Series, time: str) -> pl.Series:
-            if time == "t_enter_ns":
-                return source["t_enter_ns"].gather(ids)
-            return source["t_complete_ns"].gather(ids).fill_null(source["t_leave_ns"].gather(ids))
-
-        return pl.DataFrame([at(df[MESSAGE_TIMES[c][0]], MESSAGE_TIMES[c][1]).alias(c) for c in wanted])
+    """The derived value of each public time in `wanted` for df's rows (null or 0 where the events
+    give none), from `source`: event_times for messages (a message's times are its send and receive
+    events' entries and completions), instance_times for collectives."""
+    if name == "messages":  # gathered by NumPy: 1.7 M messages of 6.7 M events 0.2 s, by Polars 0.5-0.7
+        times = {t: source[t].to_numpy() for t in ("t_enter_ns", "done_ns")}
+        return pl.DataFrame({c: times[MESSAGE_TIMES[c][1]][df[MESSAGE_TIMES[c][0]].fill_null(0).to_numpy()]
+                             for c in wanted})
     return (df.select("coll_id").join(source.select("coll_id", *wanted), on="coll_id", how="left",
                                       maintain_order="left").drop("coll_id"))
 
