@@ -312,13 +312,19 @@ def messages_table(p: P2P, si: np.ndarray, ri: np.ndarray, shifts: np.ndarray, f
     keys alone, before the columns are built (a stable merge sort: the sends come in runs of a
     rank's time order); sorting the built frame took 0.23 s of 1.7 M messages, this 0.04 s."""
     s, r = p.sends, p.recvs
-    order = np.lexsort((s.event[si], s.posted[si] + shifts[s.src[si]]))
+    shifted = bool(shifts.any())  # mostly not: no gathers of zeros (1.7 M messages: 30 ms)
+    posted = s.posted[si] + shifts[s.src[si]] if shifted else s.posted[si]
+    event = s.event[si]
+    # where the sends come in event order (a merge's are), a stable sort by entry alone keeps it
+    # among equal entries (1.7 M messages: 40 ms, the two keys 76)
+    order = (np.argsort(posted, kind="stable") if event.size < 2 or bool((event[1:] >= event[:-1]).all())
+             else np.lexsort((event, posted)))
     si, ri = si[order], ri[order]
-    src_shift, dst_shift = shifts[s.src[si]], shifts[r.dst[ri]]
+    src_shift, dst_shift = (shifts[s.src[si]], shifts[r.dst[ri]]) if shifted else (0, 0)
     send_leave = p.send_leave[si]
     recv_leave = p.recv_leave[ri]
     recv_leave = np.where(recv_leave >= 0, recv_leave + dst_shift, -1)
-    send_enter = s.posted[si] + src_shift
+    send_enter = posted[order]
     if not feasible:  # cyclic violations no rank shift removes: clamp the rest
         recv_leave = np.where(recv_leave >= 0, np.maximum(recv_leave, send_enter), -1)
     sent, received = p.send_bytes[si], p.recv_bytes[ri]
