@@ -92,7 +92,7 @@ def reused_heap(kept: int = KEPT_HEAP_BYTES) -> Iterator[None]:
     finally:
         libc.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)
         libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
-        libc.malloc_trim(0)
+        trim_heap()
 
 
 def trim_heap() -> None:
@@ -127,4 +127,4 @@ def released_heap() -> Iterator[None]:
     finally:
         libc.mallopt(M_MMAP_THRESHOLD, GROWN_MMAP_THRESHOLD)
         libc.mallopt(M_TRIM_THRESHOLD, 2 * GROWN_MMAP_THRESHOLD)
-        libc.malloc_trim(0)
+        trim_heap()
