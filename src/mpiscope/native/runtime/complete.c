@@ -9,7 +9,6 @@
  * in their own record; the multi-request ones add one sub:complete record per
  * finished request after their own.
  */
-#include <string.h>
 
 #include "runtime.h"
 
@@ -353,7 +352,7 @@ int msc_poll_cycle(struct msc_thread *t, struct msc_rec *r)
         for (int i = 0; i < k && turns; i++) turns = msc_same_poll(base + i, base + k + i);
         if (!turns) continue;
         struct msc_rec was[2 * MSC_CYCLE_MAX];
-        memcpy(was, base, 2 * (size_t)k * sizeof *base);
+        for (int i = 0; i < 2 * k; i++) was[i] = base[i];  /* memcpy's length: a false overflow warning at -O1 */
         for (int i = 0; i < k; i++) {
             const struct msc_rec *first = &was[i], *second = &was[k + i];
             struct msc_rec *p = base + 2 * i, *count = p + 1;

@@ -146,8 +146,7 @@ def fortran_wrapper(entry: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fortran_code(table: list[dict]) -> list[str]:
-    head = ["/* generated from calls.toml by gen.py (fortran.py); do not edit */",
-            '#include "fortran.h"', "#if MSC_HAVE_FORTRAN", ""]
+def fortran_wrappers(table: list[dict]) -> list[tuple[str, str]]:
+    """(guard, code) of each Fortran entry point's functions (gen.source writes them)."""
     wrapped = [e for e in table if (not e.get("hand") or e.get("fortran")) and e["mpi"] < "4"]
-    return head + [fortran_wrapper(e) for e in wrapped] + ["#endif"]
+    return [("MSC_HAVE_FORTRAN", fortran_wrapper(e)) for e in wrapped]
