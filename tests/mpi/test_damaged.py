@@ -71,6 +71,16 @@ def _tables(trace_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     return named(t.events()), named(t.messages())
 
 
+_PRISTINE: dict[Path, tuple[pl.DataFrame, pl.DataFrame]] = {}
+
+
+def _pristine_tables(trace_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """_tables of an undamaged recorded trace, read once (0.4 s, for every example)."""
+    if trace_dir not in _PRISTINE:
+        _PRISTINE[trace_dir] = _tables(trace_dir)
+    return _PRISTINE[trace_dir]
+
+
 def _copy(src: Path, dst: Path) -> Path:
     if dst.exists():
         shutil.rmtree(dst)
@@ -142,7 +152,7 @@ def test_random_damage_to_one_rank_leaves_the_others_exact(recorded, tmp_path, r
     merge_trace(trace)  # never raises: one damaged rank must not stop the merge of the others
 
     manifest = json.loads((trace / "manifest.json").read_text())
-    base_ev, base_msg = _tables(pristine)
+    base_ev, base_msg = _pristine_tables(pristine)
     ev, msg = _tables(trace)
     others = pl.col("rank") != rank
     assert ev.filter(others).equals(base_ev.filter(others)), "an intact rank's events changed"
@@ -161,11 +171,13 @@ def test_random_damage_to_one_rank_leaves_the_others_exact(recorded, tmp_path, r
 def _check_damaged_rank(path: Path, pristine: Path, changed: np.ndarray, manifest: dict, rank: int,
                         ev: pl.DataFrame, base_ev: pl.DataFrame) -> None:
     """The damaged rank keeps every record of its undamaged blocks, and what it lost is counted."""
-    if changed.min() < R.FILE_HEADER_DTYPE.itemsize:  # the header's CRC covers all of it
+    if changed.min() < R.TAIL_CRC_SPAN[0]:  # the header's CRC (or the fields that say whether it holds)
         assert str(rank) in manifest["missing_ranks"], manifest["missing_ranks"]
         assert ev.filter(pl.col("rank") == rank).height == 0
         return
     assert str(rank) not in manifest["missing_ranks"]
+    if changed.min() < R.FILE_HEADER_DTYPE.itemsize:  # its placement fields: their own CRC
+        _check_placement_damaged(manifest, rank)
     original = read_rank_file(pristine / "raw" / path.name, 1 << 16)
     damaged = read_rank_file(path, 1 << 16)
     hit = {int((c - R.HEADER_BYTES) // R.BLOCK_BYTES) for c in changed}
@@ -177,6 +189,38 @@ def _check_damaged_rank(path: Path, pristine: Path, changed: np.ndarray, manifes
     if lost > 0:
         assert manifest["dropped_records"][str(rank)] >= lost, manifest["damage"]
     assert ev.filter(pl.col("rank") == rank).height <= base_ev.filter(pl.col("rank") == rank).height
+
+
+def _check_placement_damaged(manifest: dict, rank: int) -> None:
+    """A rank whose header's placement fields were damaged is merged, said, and none of its
+    damaged text reaches the manifest."""
+    said = [w for w in manifest["warnings"] if w.startswith(f"rank {rank}: the header's record of where")]
+    assert said, manifest["warnings"]
+    assert all(lib.startswith("MPICH Version:") and lib.isprintable()
+               for lib in manifest["placement"]["mpi_library"]), manifest["placement"]
+
+
+def test_damaged_placement_fields_leave_the_rank_merged_and_are_said(recorded, tmp_path):
+    """Bytes changed after the header's CRC (its CPUs and MPI library, which files written before
+    those fields read as zeros) are caught by their own CRC: the rank's events stay exactly as they
+    were, the fields are taken as unknown, and the warning says so. A byte of the padding after the
+    library's name was merged as its last letter before."""
+    trace = _copy(recorded[4], tmp_path / "t")
+    path = trace / "raw" / "rank-000001.msc"
+    data = np.memmap(path, np.uint8, mode="r+")
+    data[R.offset_of(R.FILE_HEADER_DTYPE, "mpi_library") + 150] = ord("i")
+    data.flush()
+    del data
+    done = mpiscope_cli(["merge", str(trace)])
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "rank 1: the header's record of where the rank ran is damaged" in done.stderr, done.stderr
+    manifest = json.loads((trace / "manifest.json").read_text())
+    _check_placement_damaged(manifest, 1)
+    assert manifest["placement"]["mpi_library"] == json.loads(
+        (recorded[4] / "manifest.json").read_text())["placement"]["mpi_library"]
+    base_ev, base_msg = _pristine_tables(recorded[4])
+    ev, msg = _tables(trace)
+    assert ev.equals(base_ev) and msg.equals(base_msg)
 
 
 def _blocks_by_key(f) -> dict[tuple[int, int], np.ndarray]:
@@ -206,7 +250,7 @@ def test_a_destroyed_header_leaves_the_other_ranks_merged_and_names_the_missing_
     # its messages with the others are unmatched on their side, counted
     assert any("damaged or missing rank(s) 2 stay unmatched" in line for line in done.stderr.splitlines())
     ev, _ = _tables(trace)
-    base_ev, _ = _tables(recorded[4])
+    base_ev, _ = _pristine_tables(recorded[4])
     assert ev.filter(pl.col("rank") == 2).height == 0
     assert ev.equals(base_ev.filter(pl.col("rank") != 2))
     stats = json.loads(mpiscope_cli(["stats", str(trace), "--json", "-"]).stdout)
@@ -278,7 +322,7 @@ def test_damage_in_unsealed_blocks_moves_no_clock_beyond_the_run(recorded, tmp_p
     del data
     merge_trace(trace)
     manifest = json.loads((trace / "manifest.json").read_text())
-    base_ev, _ = _tables(recorded[4])
+    base_ev, _ = _pristine_tables(recorded[4])
     ev, _ = _tables(trace)
     span = base_ev["t_enter_ns"].max() - base_ev["t_enter_ns"].min()
     assert max(manifest["clock"]["causality_shift_ns"]) <= span

@@ -143,6 +143,22 @@ def _header(data: np.ndarray, path: Path) -> np.void:
     return hdr
 
 
+def _tail_sound(data: np.ndarray, hdr: np.void) -> bool:
+    """Whether the header's placement fields (after its CRC) are as the rank wrote them: their own
+    CRC holds, or there is none (files written before it, ranks that never sealed their header)."""
+    first, end = R.TAIL_CRC_SPAN
+    return not int(hdr["tail_crc"]) or crc32c(data[first:end].data) == int(hdr["tail_crc"])
+
+
+def _without_tail(hdr: np.void) -> np.void:
+    """The header with its placement fields zero, as files without them read (unknown)."""
+    first, end = R.TAIL_CRC_SPAN
+    raw = bytearray(hdr.tobytes())
+    raw[first:end] = bytes(end - first)
+    out: np.void = np.frombuffer(bytes(raw), R.FILE_HEADER_DTYPE)[0]
+    return out
+
+
 @dataclass
 class _Block:
     recs: np.ndarray
@@ -193,6 +209,10 @@ def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | 
     hdr = _header(data, path)
     rank, version = int(hdr["rank"]), int(hdr["version"])
     warnings: list[str] = []
+    if not _tail_sound(data, hdr):
+        hdr = _without_tail(hdr)
+        warnings.append(f"rank {rank}: the header's record of where the rank ran is damaged (checksum "
+                        f"mismatch); its host's CPUs and its MPI library are taken as unknown")
     damage = Damage()
     comms = read_comm_defs(path.with_suffix(".comms"), rank, warnings, version, damage)
     header_bytes, block_bytes, recs_per_block = R.layout(version)

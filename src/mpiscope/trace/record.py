@@ -71,8 +71,10 @@ FILE_HEADER_DTYPE = np.dtype([
     ("sync_rtt_init_ns", "<i8"), ("sync_rtt_end_ns", "<i8"), ("dropped", "<u8"),
     ("hostname", "S64"), ("boot_id", "S40"), ("writer_cpu_ns", "<u8"), ("writer_blocks", "<u4"),
     ("blocks_sealed", "<u4"), ("sealed", "<u4"), ("crc", "<u4"),
-    # after the CRC: zero (unknown) in files written before they were added
+    # after the CRC: zero (unknown) in files written before they were added; where tail_crc is not
+    # zero, it covers them (cpus_online up to tail_crc)
     ("cpus_online", "<u4"), ("cpus_allowed", "<u4"), ("cpu_mask", "<u8", (4,)), ("mpi_library", "S160"),
+    ("reserved", "<u4"), ("tail_crc", "<u4"),
 ])
 
 COMMDEF_DTYPE = np.dtype([
@@ -84,6 +86,7 @@ assert REC_DTYPE.itemsize == REC_BYTES
 assert BLOCK_HEADER_DTYPE.itemsize == BLOCK_HEADER_BYTES
 assert COMMDEF_DTYPE.itemsize == 32
 # the bytes each CRC covers: a block header's fields before `crc`, the file header's before `sealed`
+# and its placement fields (TAIL_CRC_SPAN)
 
 
 def offset_of(dtype: np.dtype, name: str) -> int:
@@ -94,3 +97,4 @@ def offset_of(dtype: np.dtype, name: str) -> int:
 
 BLOCK_CRC_BYTES = offset_of(BLOCK_HEADER_DTYPE, "crc")
 HEADER_CRC_BYTES = offset_of(FILE_HEADER_DTYPE, "sealed")
+TAIL_CRC_SPAN = (offset_of(FILE_HEADER_DTYPE, "cpus_online"), offset_of(FILE_HEADER_DTYPE, "tail_crc"))

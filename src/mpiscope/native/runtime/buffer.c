@@ -288,6 +288,8 @@ void msc_release_unused(void)
                             (off_t)(s->off + (int64_t)used), (off_t)(MSC_BLOCK_BYTES - used));
         }
     }
+    const size_t tail = offsetof(struct msc_file_header, cpus_online);
+    msc_hdr->tail_crc = msc_crc32c(0, (const char *)msc_hdr + tail, offsetof(struct msc_file_header, tail_crc) - tail);
     msc_hdr->crc = msc_crc32c(0, msc_hdr, offsetof(struct msc_file_header, sealed));
     __atomic_store_n(&msc_hdr->sealed, MSC_SEALED_MAGIC, __ATOMIC_RELEASE);
 }

@@ -154,6 +154,10 @@ struct msc_file_header {
     uint32_t cpus_allowed;   /* CPUs in the rank's affinity mask at MPI_Init */
     uint64_t cpu_mask[4];    /* that mask's CPUs 0-255 (hosts of more: the counts only) */
     char mpi_library[160];   /* first line of MPI_Get_library_version: the MPI that ran */
+    uint32_t reserved;       /* 0 */
+    /* CRC-32C of the bytes from cpus_online to here, set where `crc` is; 0 in files written
+     * before it (and by ranks that never sealed their header): not checked */
+    uint32_t tail_crc;
 };
 _Static_assert(sizeof(struct msc_file_header) <= MSC_HEADER_PAGE, "file header fits a page");
 
