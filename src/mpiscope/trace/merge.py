@@ -13,7 +13,7 @@ import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,28 +190,25 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     files: list[RankFile] = []  # a merge in pieces keeps what it needs of the whole trace (no records)
     missing: dict[int, str] = {}
     cuts: dict[int, list[int]] = {}
-    asked = Tasks.count(workers)
-    heap = _kept_heap(budget)
-    kept = _kept(asked, heap)
+    heap = Heap(_kept_heap(budget), Tasks.count(workers), delete_raw)
     if not in_memory:
         # the files' sizes on disk overestimate (partly filled blocks): count their records, and
         # cut the ranks too large for a piece while each is read
         files, missing, cuts = _read_ranks(trace_dir, calls, records,
-                                              _most(records, budget, asked, kept, _halved(asked, heap, delete_raw)))
+                                              _most(records, budget, heap))
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     if in_memory:
-        with reused_heap(heap) if heap else released_heap():
+        with heap.allocator(alone=True):
             return _merge_in_memory(trace_dir, manifest, calls, delete_raw, t0)
-    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, asked, heap,
-                         delete_raw, t0)
+    return _merge_pieces(trace_dir, manifest, calls, files, missing, records, cuts, budget, heap, t0)
 
 
 def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, files: list[RankFile],
                   missing: dict[int, str], records: dict[int, int], cuts: dict[int, list[int]], budget: int,
-                  asked: int, heap: int, delete_raw: bool, t0: float) -> MergeResult:
-    """A merge in pieces on up to `asked` processes (Tasks.count), as many as the budget holds;
-    `heap`: the freed heap one process merging alone keeps (_kept_heap)."""
+                  heap: Heap, t0: float) -> MergeResult:
+    """A merge in pieces on up to heap.asked processes, as many as the budget holds."""
+    asked, delete_raw = heap.asked, heap.delete_raw
     largest = longest(records, cuts)
     n = _processes(budget, largest, asked)
     if n == 0:
@@ -237,18 +234,16 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
     # merging workers keep glibc's own way (100 M records of 16 ranks, --memory 2GiB, 2 workers:
     # 1.46 GiB in all, 69.1 s; 1.55 GiB, 74.9 s with their arrays released).
     alone = mpi_size() <= 1 and n == 1
-    kept = _kept(asked, heap)
-    allocator = (reused_heap(heap) if heap else released_heap()) if alone else nullcontext()
-    with allocator, Tasks(n, setup=worker_setup) as tasks:
+    with heap.allocator(alone), Tasks(n, setup=worker_setup) as tasks:
         warnings = fewer + _file_warnings(trace_dir, files, missing)
         swaps, swap_warnings = bcast_swaps(trace_dir, files)
         nranks = _world(files, missing)
         dense, _, comms = comm_table(files)
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
                       all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
-        held = heap if alone else 0
+        held = heap.kept if alone else 0
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
-                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, kept, _halved(n, heap, delete_raw), held)
+                 PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, heap.records, heap.halved(n), held)
         # writes beside the next piece's work where this process merges the pieces in turn and its
         # share holds two pieces (one written, one built) beside the kept heap; not where a piece's
         # raw files are removed once written (they must be written first); the next piece built
@@ -266,36 +261,50 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
                       "memory_budget": budget}, t0)
 
 
-def _kept(asked: int, heap: int) -> int | None:
-    """The records of a piece the kept heap of `heap` bytes holds where one process was asked to
-    merge; None where the heap is not kept."""
-    return heap // HEAP_BYTES_PER_RECORD if asked == 1 and mpi_size() <= 1 and heap else None
+@dataclass(frozen=True)
+class Heap:
+    """What a merge does with the arrays it frees: one process merging alone keeps `kept` bytes of
+    them for reuse (machine.reused_heap; _kept_heap), or where that is 0 releases them
+    (machine.released_heap); merging workers keep glibc's own way."""
+    kept: int
+    asked: int          # processes asked for (Tasks.count)
+    delete_raw: bool
+
+    @property
+    def records(self) -> int | None:
+        """The records of a piece the kept heap holds where one process was asked to merge; None
+        where the heap is not kept."""
+        return self.kept // HEAP_BYTES_PER_RECORD if self.asked == 1 and mpi_size() <= 1 and self.kept else None
+
+    def halved(self, processes: int) -> bool:
+        """Whether a piece may take half a process's share: where one process merges alone without
+        the kept heap and writes each piece beside the next one's work, which then holds two. 100 M
+        records of 16 ranks, --memory 1.25GiB: pieces of 3.1 M records, one at a time, peaked at 1.13
+        GiB (96.1 s), of 2.1 M, two at a time, at 1.11 GiB (87.3 s); --memory 2GiB: whole ranks of
+        6.25 M records 1.21 GiB (111.8 s), halves 1.11 GiB (87.1 s)."""
+        return processes == 1 and mpi_size() <= 1 and not self.kept and not self.delete_raw
+
+    def allocator(self, alone: bool) -> AbstractContextManager[object]:
+        """The heap's way for the merge, where this process does all its work (`alone`)."""
+        if not alone:
+            return nullcontext()
+        return reused_heap(self.kept) if self.kept else released_heap()
 
 
-def _halved(processes: int, heap: int, delete_raw: bool) -> bool:
-    """Whether a piece may take half a process's share: where one process merges alone without the
-    kept heap and writes each piece beside the next one's work, which then holds two. 100 M records
-    of 16 ranks, --memory 1.25GiB: pieces of 3.1 M records, one at a time, peaked at 1.13 GiB
-    (96.1 s), of 2.1 M, two at a time, at 1.11 GiB (87.3 s); --memory 2GiB: whole ranks of 6.25 M
-    records 1.21 GiB (111.8 s), halves 1.11 GiB (87.1 s)."""
-    return processes == 1 and mpi_size() <= 1 and not heap and not delete_raw
-
-
-def _most(records: dict[int, int], budget: int, asked: int, kept: int | None, halved: bool) -> int | None:
+def _most(records: dict[int, int], budget: int, heap: Heap) -> int | None:
     """The records of a piece, above which a rank is cut (quiet.py): for the processes asked for, or
-    as many as have a share of the budget (half of it where `halved`: _halved), and on one process
-    what its kept heap holds (`kept`: _kept); None where no process has a share (the merge then
-    says so).
+    as many as have a share of the budget (half of it where Heap.halved), and on one process what
+    its kept heap holds (Heap.records); None where no process has a share (the merge then says so).
     On this 2-core machine two processes merge no faster than one (1,000 M records of 64 ranks, each
     cut in 3 for --workers 2: 479 s, one process 484 s; 31.2 M of 2 ranks: 22.3 s, 22.5 s), but a
     rank no longer limits how many take part where there are cores for them."""
-    for n in range(asked, 0, -1):
+    for n in range(heap.asked, 0, -1):
         per_worker = _per_worker(budget, n)
         if per_worker > 0 or mpi_size() > 1:
             break
     if per_worker <= 0:
         return None
-    return most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD, kept, halved)
+    return most_records(records, per_worker, n, PIECE_BYTES_PER_RECORD, heap.records, heap.halved(heap.asked))
 
 
 def _per_worker(budget: int, n: int) -> int:
