@@ -264,6 +264,38 @@ def test_a_cut_rank_reads_only_its_blocks(tmp_path: Path, monkeypatch: pytest.Mo
     assert_same_merge(whole, pieces)
 
 
+def _resident_file_bytes() -> int:
+    """This process's resident pages of mapped files (RssFile)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no RssFile in /proc/self/status")
+
+
+def test_a_released_read_keeps_no_page_of_the_file_and_finds_the_same_cuts(tmp_path: Path) -> None:
+    """The count-and-cut read releases each block of a rank file once read where two files do not
+    fit the budget (merge._release_files): the same records and quiet cuts as a read that keeps
+    them mapped, without the file's pages staying resident (a 48 MB file here)."""
+    from mpiscope.trace.columns import CallTable
+    from mpiscope.trace.quiet import quiet_cuts
+
+    halo_trace(tmp_path, 1, 1_000_000)
+    path = tmp_path / "raw" / "rank-000000.msc"
+    calls = CallTable.from_manifest(json.loads((tmp_path / "manifest.json").read_text())["calls"])
+    kept = read_rank_file(path, calls.known())
+    kept_cuts = quiet_cuts(kept, calls, 100_000)
+    mapped_whole = _resident_file_bytes()
+    del kept
+    released = read_rank_file(path, calls.known(), release=True)
+    assert _resident_file_bytes() < mapped_whole - 40_000_000
+    cuts = quiet_cuts(released, calls, 100_000, release=True)
+    assert _resident_file_bytes() < mapped_whole - 40_000_000
+    assert len(kept_cuts) >= 9 and cuts == kept_cuts
+    assert (released.records == read_rank_file(path, calls.known()).records).all()
+    assert merge._release_files({0: 15_600_000, 1: 15_600_000}, 1 << 30)
+    assert not merge._release_files({0: 15_600_000, 1: 15_600_000}, 2 << 30)
+
+
 def test_budget_too_small_says_what_it_needs(extracted) -> None:
     trace = extracted("threads")
     merge_trace(trace)

@@ -194,8 +194,8 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     if not in_memory:
         # the files' sizes on disk overestimate (partly filled blocks): count their records, and
         # cut the ranks too large for a piece while each is read
-        files, missing, cuts = _read_ranks(trace_dir, calls, records,
-                                              _most(records, budget, heap))
+        files, missing, cuts = _read_ranks(trace_dir, calls, records, _most(records, budget, heap),
+                                           _release_files(records, budget))
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
     if in_memory:
@@ -503,13 +503,24 @@ def _shift(shifts: np.ndarray, rank: int) -> int:
     return int(shifts[rank]) if rank < shifts.size else 0
 
 
+def _release_files(records: dict[int, int], budget: int) -> bool:
+    """Whether the count-and-cut read (_read_ranks) releases each block of a rank file once read:
+    where the two files it reads at once do not fit the budget beside the interpreter. Mapped
+    whole, two rank files of 15.6 M records (750 MB each) peaked at 1.58 GiB under --memory 1GiB;
+    released, their pages are faulted in again for each pass over them (the checksums, the
+    quiet scan's three passes)."""
+    return BASE_BYTES + 2 * max(records.values(), default=0) * R.REC_BYTES > budget
+
+
 def _read_ranks(trace_dir: Path, calls: CallTable, records: dict[int, int] | None = None,
-                most: int | None = None) -> tuple[list[RankFile], dict[int, str], dict[int, list[int]]]:
+                most: int | None = None, release: bool = False
+                ) -> tuple[list[RankFile], dict[int, str], dict[int, list[int]]]:
     """The rank files that can be read, and why each other one cannot (by rank): a damaged
     rank file never stops the merge of the others. Given `records`, it is set to the records
     each file holds, the ranks of more than `most` are cut at quiet points (the third item:
     quiet.quiet_cuts), and only what a merge in pieces needs of the whole trace stays (headers,
-    clocks, communicators, gaps): not the records."""
+    clocks, communicators, gaps): not the records. With `release` (_release_files), no file's
+    pages stay resident once read."""
     files, missing, cuts = [], {}, {}
     paths = rank_files(trace_dir)
     known = calls.known()
@@ -519,7 +530,7 @@ def _read_ranks(trace_dir: Path, calls: CallTable, records: dict[int, int] | Non
         if records is not None and i + 2 < len(paths):  # the file after the other thread's, from disk meanwhile
             threading.Thread(target=readahead, args=(paths[i + 2],), daemon=True).start()
         try:
-            f = read_rank_file(path, known)
+            f = read_rank_file(path, known, release=release)
         except TraceCorrupt as e:
             return e, None, 0, []
         problem = clock_problem(f)
@@ -528,7 +539,7 @@ def _read_ranks(trace_dir: Path, calls: CallTable, records: dict[int, int] | Non
         # a merge in pieces: cut the rank while its file is read (a rank file of the 1,000 M-record
         # bench trace is 750 MB, the disk reads ~1.1 GB/s: reading them all again took 33 s), then
         # unmap it (the pool would otherwise hold them all)
-        cut = quiet_cuts(f, calls, most) if most is not None and problem is None else []
+        cut = quiet_cuts(f, calls, most, release) if most is not None and problem is None else []
         size = f.size
         f.blocks.clear()
         return f, problem, size, cut

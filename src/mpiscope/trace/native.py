@@ -51,7 +51,8 @@ EVENT_COLUMNS = [("event", np.int64), ("t_enter", np.int64), ("t_leave", np.int6
 
 class _QuietTables(ctypes.Structure):
     _fields_ = [("role_of_call", c_void_p), ("starts_of_call", c_void_p), ("ncalls", c_int64),
-                ("first_call_id", c_int64), ("role_create", c_uint8), ("role_create_win", c_uint8)]
+                ("first_call_id", c_int64), ("role_create", c_uint8), ("role_create_win", c_uint8),
+                ("release", c_uint8)]
 
 
 class _Events(ctypes.Structure):
@@ -216,13 +217,15 @@ def p2p(cols: dict[str, npt.NDArray[Any]], kind_of_role: npt.NDArray[np.uint8],
 
 def quiet_cuts(blocks: npt.NDArray[np.void], role_of_call: npt.NDArray[np.uint8],
                starts_of_call: npt.NDArray[np.bool_], first_call_id: int, role_create: int, role_create_win: int,
-               most: int) -> I64:
+               most: int, release: bool = False) -> I64:
     """Where one single-threaded rank's records (BLOCK_DTYPE rows, mapped during the call) are
-    cut into pieces of at most `most` records, as far as its quiet points allow (quiet.py)."""
+    cut into pieces of at most `most` records, as far as its quiet points allow (quiet.py); with
+    `release` (every block a view of a mapped file), each block's pages leave the process once
+    read."""
     role = np.ascontiguousarray(role_of_call, np.uint8)
     starts = np.ascontiguousarray(starts_of_call, np.uint8)
     tables = _QuietTables(_p(role), _p(starts), min(role.size, starts.size), first_call_id, role_create,
-                          role_create_win)
+                          role_create_win, int(release))
     total = int(blocks["n"].sum())
     cuts = np.empty(2 * (total // max(most, 1)) + 4, np.int64)
     got = _lib().msm_quiet_cuts(_p(blocks), blocks.size, ctypes.byref(tables), most, _p(cuts), cuts.size)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from mpiscope.trace import native
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, block_table
-from mpiscope.trace.reader import RankFile
+from mpiscope.trace.reader import RankFile, mapped
 
 
 def cuttable(f: RankFile) -> bool:
@@ -33,14 +33,17 @@ def cuttable(f: RankFile) -> bool:
     return not f.gaps and not f.damage.blocks and not f.damage.records and not any(f.block_thread)
 
 
-def quiet_cuts(f: RankFile, calls: CallTable, most: int) -> list[int]:
+def quiet_cuts(f: RankFile, calls: CallTable, most: int, release: bool = False) -> list[int]:
     """Record positions (in the rank file's order) where the pieces of at most `most` records
     after the first one start, as far as its quiet points allow; none for a rank that cannot
-    be cut (cuttable) or that fits. `f` is read whole (its blocks mapped)."""
+    be cut (cuttable) or that fits. `f` is read whole (its blocks mapped); with `release`, the
+    pages of its blocks leave the process once scanned (reader.read_rank_file's), where every
+    block is a view of the file."""
     if f.size <= most or not cuttable(f):
         return []
     return native.quiet_cuts(block_table([f], {f.rank: 0}), calls.role, calls.starts, FIRST_TABLE_ID,
-                             ROLE["create"], ROLE["create_win"], most).tolist()
+                             ROLE["create"], ROLE["create_win"], most,
+                             release and all(mapped(b) for b in f.blocks)).tolist()
 
 
 def spans(records: int, cuts: list[int]) -> list[tuple[int, int]]:

@@ -9,6 +9,7 @@ TraceCorrupt.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from dataclasses import dataclass, field
@@ -191,7 +192,8 @@ def _pair_fits(tick: int, ns: int, hdr: np.void, rate: float) -> bool:
     return bool(tick and ns) and abs((ns - n0) - (tick - t0) * rate) <= 0.01 * abs(ns - n0) + 1e7
 
 
-def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | None = None) -> RankFile:
+def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | None = None,
+                   release: bool = False) -> RankFile:
     """The records of one rank file that can be trusted; `calls` is the number of call ids
     or a bool per call id (known calls). With `span` (first, last), only those records (a piece
     of a rank cut at quiet points: quiet.py, of a sound file): where every block is sealed,
@@ -200,7 +202,8 @@ def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | 
     A block whose CRC holds is kept whole; one whose CRC fails is dropped; the records of a
     block without a CRC are kept where plausible.py finds them possible. The file is
     memory-mapped: the records of sound blocks are views, copied once, later, into the merged
-    columns."""
+    columns. With `release`, each block's pages leave this process once it is checked (its views
+    fault them back in from the page cache): a large file's pages need not be resident at once."""
     known = np.ones(calls, bool) if isinstance(calls, int) else np.asarray(calls, bool)
     try:
         data = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
@@ -228,8 +231,11 @@ def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | 
     # the one with more records
     found: dict[tuple[int, int], _Block] = {}
     failed: dict[tuple[int, int], int] = {}  # blocks whose CRC failed: the records they claim
+    checked = header_bytes
     for b in (range(nblocks) if chosen is None else chosen):
         start = header_bytes + b * block_bytes
+        if release:
+            checked = release_pages(data, checked, start)
         end = min(start + block_bytes, data.size)
         nrec = min(recs_per_block, max(0, end - start - R.BLOCK_HEADER_BYTES) // R.REC_BYTES)
         if end - start < block_bytes and nrec:
@@ -265,6 +271,8 @@ def read_rank_file(path: Path, calls: int | np.ndarray, span: tuple[int, int] | 
     for key, records in failed.items():
         if key not in found or (not found[key].sealed and found[key].recs.size < records):
             damage.drop_block("checksum mismatch", records - (found[key].recs.size if key in found else 0))
+    if release:
+        release_pages(data, checked, data.size)
     keys = sorted(found)
     blocks = [found[k] for k in keys]
     gaps = _gaps(keys, blocks, set(failed) - set(found))
@@ -337,6 +345,24 @@ def _span_blocks(path: Path, size: int, header_bytes: int, block_bytes: int, nbl
     if not keep.any():
         return [], 0
     return index[order][keep].tolist(), int(begin[keep][0])
+
+
+def release_pages(data: np.ndarray, start: int, end: int) -> int:
+    """Take the pages of bytes [start, end) of a mapped rank file out of this process (they stay
+    in the page cache); returns where the next release starts."""
+    if end > start and isinstance(data, np.memmap):
+        data._mmap.madvise(mmap.MADV_DONTNEED, start, end - start)  # type: ignore[attr-defined]
+    return max(start, end)
+
+
+def mapped(a: np.ndarray) -> bool:
+    """Whether an array is a view of a mapped file (not a copy)."""
+    base: object = a
+    while base is not None:
+        if isinstance(base, (np.memmap, mmap.mmap)):
+            return True
+        base = getattr(base, "base", None)
+    return False
 
 
 def _committed(recs: np.ndarray) -> np.ndarray:

@@ -181,6 +181,7 @@ struct msm_quiet_tables {
     int64_t ncalls;                 /* ids of both tables */
     int64_t first_call_id;          /* ids below are sub-records of a call */
     uint8_t role_create, role_create_win;
+    uint8_t release;                /* the blocks map a file: take each one's pages out once read */
 };
 
 /* Record positions (in block order) where one single-threaded rank's records

@@ -4,11 +4,28 @@
  * last record of every request id, a second walks the records counting the
  * ids that are open: seen, their last record not yet. */
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "merge.h"
 #include "record.h"
 
 #define REQ_ID_MASK 0x7fffffffu   /* the top bit of a recorded id says "complete at start" */
+
+/* A block of a mapped rank file, read: its pages leave the process (the page cache keeps them,
+ * and the next pass faults them back in), so that a rank file larger than the merge's memory
+ * budget is scanned in it. Only where tab->release says every block maps a file: on memory of
+ * its own, MADV_DONTNEED would zero it. */
+static void done_with(const struct msm_quiet_tables *tab, const struct msm_block *b)
+{
+    if (!tab->release || b->n <= 0)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)b->recs & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)b->recs + (uintptr_t)b->n * sizeof(struct msc_rec)) & ~(page - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
 
 struct quiet_scan {
     const struct msm_block *blocks;
@@ -57,6 +74,7 @@ static int table_init(struct id_table *t, const struct quiet_scan *s)
                 hi = id > hi ? id : hi;
             }
         }
+        done_with(s->tab, &s->blocks[b]);
     }
     t->dense = n == 0 || (int64_t)(hi - lo) < 4 * n + 1024;
     if (!t->dense)
@@ -112,6 +130,7 @@ int64_t msm_quiet_cuts(const struct msm_block *blocks, int64_t nblocks, const st
             if (id)
                 *table_last(&ids, id, &slot) = i;
         }
+        done_with(tab, &blocks[b]);
     }
     uint8_t *opened = calloc((size_t)table_slots(&ids), 1);
     if (!opened) {
@@ -153,6 +172,7 @@ int64_t msm_quiet_cuts(const struct msm_block *blocks, int64_t nblocks, const st
                 }
             }
         }
+        done_with(tab, &blocks[b]);
     }
     if (i - start > most && candidate > start && ncuts < max_cuts)
         cuts[ncuts++] = candidate;
