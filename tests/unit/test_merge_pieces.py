@@ -22,7 +22,7 @@ from mpiscope.trace import merge, open_trace, storage
 from mpiscope.trace import pieces as pieces_module
 from mpiscope.trace.bounded import plan
 from mpiscope.trace.merge import BASE_BYTES, PIECE_BYTES_PER_RECORD, merge_trace
-from mpiscope.trace.reader import rank_files, read_rank_file
+from mpiscope.trace.reader import mapped, rank_files, read_rank_file
 from mpiscope.trace.synthetic import halo_trace
 
 DATA = Path(__file__).parent.parent / "data" / "merge"
@@ -291,6 +291,8 @@ def test_a_released_read_keeps_no_page_of_the_file_and_finds_the_same_cuts(tmp_p
     cuts = quiet_cuts(released, calls, 100_000, release=True)
     assert _resident_file_bytes() < mapped_whole - 40_000_000
     assert len(kept_cuts) >= 9 and cuts == kept_cuts
+    # the kernel releases only blocks that map the file: on a copy, MADV_DONTNEED would zero it
+    assert all(mapped(b) for b in released.blocks) and not mapped(released.blocks[0].copy())
     assert (released.records == read_rank_file(path, calls.known()).records).all()
     assert merge._release_files({0: 15_600_000, 1: 15_600_000}, 1 << 30)
     assert not merge._release_files({0: 15_600_000, 1: 15_600_000}, 2 << 30)

@@ -356,10 +356,11 @@ def release_pages(data: np.ndarray, start: int, end: int) -> int:
 
 
 def mapped(a: np.ndarray) -> bool:
-    """Whether an array is a view of a mapped file (not a copy)."""
+    """Whether an array is a view of a mapped file (not a copy: a copy of a memmap is a memmap
+    too, without its map)."""
     base: object = a
     while base is not None:
-        if isinstance(base, (np.memmap, mmap.mmap)):
+        if isinstance(base, mmap.mmap) or getattr(base, "_mmap", None) is not None:
             return True
         base = getattr(base, "base", None)
     return False
