@@ -18,7 +18,7 @@ to the trace directory (.merge-spill/, removed at the end):
 Where one process merges the pieces in turn, each piece's files are read from
 disk while the piece before is worked on (reader.readahead), and its writes run
 beside the next piece's work (behind.py). The ranks are counted and cut in one
-read of their files before the survey (merge._read_ranks); each piece's files
+read of their files before the survey (ranks.read_ranks); each piece's files
 are read twice after it, in the survey and to write its events. Measured on the
 bench's 1,000 M records of 64 ranks (45 GB of raw files, ~1.1 GB/s from disk),
 one process: 679 s with a separate read to cut the ranks, nothing read ahead and

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -23,7 +22,7 @@ import polars as pl
 
 from mpiscope import __version__
 from mpiscope.capture.manifest import read_manifest, write_manifest
-from mpiscope.errors import TraceCorrupt, UsageError
+from mpiscope.errors import UsageError
 from mpiscope.machine import KEPT_HEAP_BYTES, available_memory, released_heap, reused_heap, small_pages
 from mpiscope.parallel import Tasks, mpi_size
 from mpiscope.trace import is_merged
@@ -31,15 +30,16 @@ from mpiscope.trace import record as R
 from mpiscope.trace.bcast import bcast_swaps
 from mpiscope.trace.bounded import SPILL, Outcome, merge_in_pieces, most_records, plan, raw_records, remove_raw
 from mpiscope.trace.buckets import lost_sentence, refused_sentence
-from mpiscope.trace.clocks import RankClock, ShiftBounds, causality_shifts, clock_problem, rank_clocks, shift_bounds
+from mpiscope.trace.clocks import RankClock, ShiftBounds, causality_shifts, rank_clocks, shift_bounds
 from mpiscope.trace.columns import CallTable, Records, build_records, comm_table
 from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
 from mpiscope.trace.match import P2P, p2p_sides, reorder_threads
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.pieces import Whole, stuck_calls, worker_setup
 from mpiscope.trace.placement import placement
-from mpiscope.trace.quiet import longest, quiet_cuts
-from mpiscope.trace.reader import RANK_FILE, RankFile, rank_files, read_rank_file, readahead
+from mpiscope.trace.quiet import longest
+from mpiscope.trace.ranks import read_ranks
+from mpiscope.trace.reader import RankFile
 from mpiscope.trace.received import add_completed_bytes, add_recv_bytes, overclaimed, take_back
 from mpiscope.trace.requests import StartLinks, link_starts
 from mpiscope.trace.storage import with_derived_times, write_one, writers
@@ -194,7 +194,7 @@ def _merge(trace_dir: Path, memory: int, workers: int, delete_raw: bool) -> Merg
     if not in_memory:
         # the files' sizes on disk overestimate (partly filled blocks): count their records, and
         # cut the ranks too large for a piece while each is read
-        files, missing, cuts = _read_ranks(trace_dir, calls, records, _most(records, budget, heap),
+        files, missing, cuts = read_ranks(trace_dir, calls, records, _most(records, budget, heap),
                                            _release_files(records, budget))
         in_memory = fits(records)
     _check_disk(trace_dir, sum(records.values()), not in_memory, delete_raw)
@@ -359,7 +359,7 @@ def _clock_warnings(warnings: list[str], shifts: np.ndarray, feasible: bool, ref
 
 def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, delete_raw: bool,
                      t0: float) -> MergeResult:
-    files, missing, _ = _read_ranks(trace_dir, calls)
+    files, missing, _ = read_ranks(trace_dir, calls)
     warnings = _file_warnings(trace_dir, files, missing)
     swaps, swap_warnings = bcast_swaps(trace_dir, files)
     warnings += swap_warnings
@@ -504,71 +504,12 @@ def _shift(shifts: np.ndarray, rank: int) -> int:
 
 
 def _release_files(records: dict[int, int], budget: int) -> bool:
-    """Whether the count-and-cut read (_read_ranks) releases each block of a rank file once read:
+    """Whether the count-and-cut read (ranks.read_ranks) releases each block of a rank file once read:
     where the two files it reads at once do not fit the budget beside the interpreter. Mapped
     whole, two rank files of 15.6 M records (750 MB each) peaked at 1.58 GiB under --memory 1GiB;
     released, their pages are faulted in again for each pass over them (the checksums, the
     quiet scan's three passes)."""
     return BASE_BYTES + 2 * max(records.values(), default=0) * R.REC_BYTES > budget
-
-
-def _read_ranks(trace_dir: Path, calls: CallTable, records: dict[int, int] | None = None,
-                most: int | None = None, release: bool = False
-                ) -> tuple[list[RankFile], dict[int, str], dict[int, list[int]]]:
-    """The rank files that can be read, and why each other one cannot (by rank): a damaged
-    rank file never stops the merge of the others. Given `records`, it is set to the records
-    each file holds, the ranks of more than `most` are cut at quiet points (the third item:
-    quiet.quiet_cuts), and only what a merge in pieces needs of the whole trace stays (headers,
-    clocks, communicators, gaps): not the records. With `release` (_release_files), no file's
-    pages stay resident once read."""
-    files, missing, cuts = [], {}, {}
-    paths = rank_files(trace_dir)
-    known = calls.known()
-
-    def read(i: int) -> tuple[RankFile | TraceCorrupt, str | None, int, list[int]]:
-        path = paths[i]
-        if records is not None and i + 2 < len(paths):  # the file after the other thread's, from disk meanwhile
-            threading.Thread(target=readahead, args=(paths[i + 2],), daemon=True).start()
-        try:
-            f = read_rank_file(path, known, release=release)
-        except TraceCorrupt as e:
-            return e, None, 0, []
-        problem = clock_problem(f)
-        if records is None:
-            return f, problem, f.size, []
-        # a merge in pieces: cut the rank while its file is read (a rank file of the 1,000 M-record
-        # bench trace is 750 MB, the disk reads ~1.1 GB/s: reading them all again took 33 s), then
-        # unmap it (the pool would otherwise hold them all)
-        cut = quiet_cuts(f, calls, most, release) if most is not None and problem is None else []
-        size = f.size
-        f.blocks.clear()
-        return f, problem, size, cut
-
-    # Two threads read: the files' checksums (crc32c releases the GIL), the quiet scan (the kernel
-    # does) and first page faults overlap (64 files of 10 M records: 0.09 -> 0.06 s).
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for path, (f, problem, size, cut) in zip(paths, pool.map(read, range(len(paths)))):
-            if isinstance(f, TraceCorrupt):
-                missing[int(RANK_FILE.search(path.name)[1])] = _reason(str(f), path)  # type: ignore[index]
-                continue
-            if records is not None:
-                records[f.rank] = size if not problem else 0
-            if cut:
-                cuts[f.rank] = cut
-            if problem:
-                missing[f.rank] = _reason(problem, path)
-            else:
-                files.append(f)
-    if not files:
-        raise TraceCorrupt(f"no rank file of {trace_dir} can be read ({'; '.join(sorted(set(missing.values())))}); "
-                           f"record the program again with mpiscope run")
-    return files, missing, cuts
-
-
-def _reason(sentence: str, path: Path) -> str:
-    """A reader's sentence about one file, as a reason beside its rank: without the path and
-    the advice, which the warning gives once."""
-    return sentence.replace(f"{path} ", "").replace(f"rank {path.stem.split('-')[-1]}'s file ", "").split(";")[0]
 
 
 def _match(rec: Records, links: StartLinks, nranks: int, windows: dict[int, Window],
