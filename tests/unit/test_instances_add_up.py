@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from mpiscope.trace.instances import _add_up_grouped, _partials_grouped, _summed, partials
+from mpiscope.trace.assembly import key_ranges
+from mpiscope.trace.instances import CALL_BITS, SEQ_BITS, _add_up_grouped, _partials_grouped, partials, summed
 
 KEYS = ["comm", "seq", "call"]
 
@@ -36,7 +37,7 @@ def share(rng: np.random.Generator, n: int, piece: int, comm_high: int) -> pl.Da
 def test_add_up_in_place_equals_grouped(comm_high: list[int]) -> None:
     rng = np.random.default_rng(7)
     shares = [share(rng, 300, piece, high) for piece, high in enumerate(comm_high)]
-    total = _summed(iter(shares))
+    total = summed(iter(shares))
     grouped = shares[0]
     for s in shares[1:]:  # keys shared, new, and missing in each
         grouped = _add_up_grouped(pl.concat([grouped, s]))
@@ -65,3 +66,18 @@ def test_partials_in_place_equal_grouped(comm_high: int) -> None:
     share = partials(frame, 5)
     assert share.height < frame.height and share["root"].null_count() and share["t_first_leave_ns"].null_count()
     assert_frame_equal(share.sort(KEYS), _partials_grouped(frame, 5).sort(KEYS))
+
+
+def test_key_ranges_cover_every_key_and_hold_at_most_their_instances() -> None:
+    """Communicators 0, 3, 5 with 10, 1, 25 sequence numbers, at most 7 instances a range: the
+    ranges run from the first key to past the last, each holding at most 7 (comm, seq) pairs."""
+    seqs = {0: 10, 3: 1, 5: 25}
+    ranges = key_ranges(seqs, 7)
+    assert ranges[0][0] == 0 and ranges[-1][1] == 1 << 64
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    keys = np.array([(c << (SEQ_BITS + CALL_BITS)) | (s << CALL_BITS) | call
+                     for c, n in seqs.items() for s in range(n) for call in (0, (1 << CALL_BITS) - 1)], np.uint64)
+    held = [int(((keys >= np.uint64(lo)) & ((keys < np.uint64(hi)) if hi < 1 << 64 else True)).sum()) // 2
+            for lo, hi in ranges]
+    assert held == [7, 7, 7, 7, 7, 1] and key_ranges(seqs, 36) == [(0, 1 << 64)]
+    assert key_ranges(None, 7) == [(0, 1 << 64)]

@@ -18,7 +18,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from mpiscope.errors import UsageError
-from mpiscope.trace import merge, open_trace, storage
+from mpiscope.trace import assembly, merge, open_trace, storage
 from mpiscope.trace import pieces as pieces_module
 from mpiscope.trace.bounded import plan
 from mpiscope.trace.merge import BASE_BYTES, PIECE_BYTES_PER_RECORD, merge_trace
@@ -78,8 +78,10 @@ def in_pieces_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def cut_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every rank that can be cut is cut where its quiet points allow pieces of a sixteenth of the
-    largest rank's records (of 2 records at least: small ranks at every quiet point)."""
+    largest rank's records (of 2 records at least: small ranks at every quiet point), and the
+    collective instances are added up one sequence number at a time (assembly.key_ranges)."""
     monkeypatch.setattr(merge, "most_records", lambda records, *_: max(2, max(records.values()) // 16))
+    monkeypatch.setattr(assembly, "INSTANCE_BYTES", 1 << 50)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.iterdir()))
@@ -99,6 +101,9 @@ def test_pieces_equal_in_memory(extracted, tmp_path: Path, name: str, cut: bool,
     assert how["buckets"] >= 1, how
     assert (pieces / "events").is_dir() and not (pieces / "events.parquet").exists()
     assert not (pieces / ".merge-spill").exists()
+    instances = json.loads((pieces / "manifest.json").read_text())["counts"]["collectives"]
+    if cut:  # added up in ranges of one sequence number, written in parts
+        assert (pieces / "collectives").is_dir() == (instances > 1), instances
     assert_same_merge(whole, pieces)
 
 

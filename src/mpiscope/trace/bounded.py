@@ -11,7 +11,7 @@ to the trace directory (.merge-spill/, removed at the end):
 2. match each bucket (buckets.match_bucket), write its messages; solve the
    clock correction from the buckets' strongest constraints; shift the
    messages (and survey the collectives again) where a rank moved;
-3. add up the collective instances (instances.assemble);
+3. add up the collective instances (assembly.assemble: in key ranges where they do not fit);
 4. write each piece's events, with event ids, shifts and collective ids
    (pieces.write_events); with delete_raw, remove its rank files then.
 
@@ -29,7 +29,8 @@ its own where the budget holds two pieces (pieces.read).
 
 The tables are datasets: events/ and messages/ hold one part per piece and per
 bucket (events in (rank, time) order across the parts, messages sorted by send
-time within a part), beside collectives.parquet and comms.parquet. Their rows
+time within a part), beside collectives (a file, or parts where the instances
+were added up in key ranges: assembly.py) and comms.parquet. Their rows
 and values are those of the in-memory merge (merge.py).
 """
 
@@ -55,11 +56,11 @@ from mpiscope.trace.buckets import (
     shifts_of,
 )
 from mpiscope.trace.clocks import ShiftBounds
-from mpiscope.trace.instances import assemble
+from mpiscope.trace.assembly import assemble
 from mpiscope.trace.pieces import Piece, Survey, Whole, drop_built, survey, write_events
 from mpiscope.trace.quiet import spans
 from mpiscope.trace.reader import RANK_FILE, rank_files
-from mpiscope.trace.storage import install_dataset, install_file, write_one, write_table
+from mpiscope.trace.storage import install_dataset, install_file, write_one
 
 SPILL = ".merge-spill"
 
@@ -69,6 +70,7 @@ class Plan:
     pieces: list[Piece]   # in rank order, a cut rank's in record order
     buckets: int
     largest_piece: int = 0   # its records
+    room: int = 0            # bytes the collectives may take where they are added up (assembly.py)
 
 
 @dataclass
@@ -121,7 +123,8 @@ def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: in
             pieces.append(Piece((rank,)))
             size = records[rank]
     buckets = max(workers, -(-total * side_bytes // (per_worker - held)), 1)
-    return Plan(pieces, int(buckets), max((_records_of(piece, records) for piece in pieces), default=0))
+    return Plan(pieces, int(buckets), max((_records_of(piece, records) for piece in pieces), default=0),
+                per_worker - held)
 
 
 def _records_of(piece: Piece, records: dict[int, int]) -> int:
@@ -185,12 +188,10 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     # freed in the heap nor in Arrow's pool (1,000 M records of 64 ranks, 2 GiB: 1.06 -> 0.47 GiB
     # resident before the collectives)
     trim_heap()
-    colls, keys, ids = assemble(sorted(spill.glob("colls-*.parquet")), comms, whole.calls)
     # written now and installed with the other tables: the events are written without it in memory
     # (1 M instances, 100 M records of 16 ranks: 0.2 GiB of the peak at --memory 1GiB)
-    collectives, instances = spill / "collectives.parquet", colls.height
-    write_table(colls, collectives)
-    del colls
+    colls = assemble(sorted(spill.glob("colls-*.parquet")), _seqs(surveys), comms, whole.calls, p.room, spill)
+    keys, ids = colls.keys, colls.ids
     events_dir = _fresh(trace_dir / ".events.tmp")
     over = np.concatenate([m.over_event for m in matched]), np.concatenate([m.over_bytes for m in matched])
 
@@ -207,15 +208,26 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     if delete_raw:  # a cut rank's file, once all its pieces are written
         for rank in sorted({piece.ranks[0] for piece in p.pieces if piece.records is not None}):
             remove_raw(trace_dir, rank)
-    _install(trace_dir, {"events": events_dir, "messages": messages_dir}, collectives, comms)
+    _install(trace_dir, {"events": events_dir, "messages": messages_dir}, colls.table, comms)
     return Outcome(
-        events=int(counts.sum()), messages=sum(m.messages for m in matched), collectives=instances,
+        events=int(counts.sum()), messages=sum(m.messages for m in matched), collectives=colls.instances,
         unmatched_sends=sum(m.unmatched_sends for m in matched),
         unmatched_recvs=sum(m.unmatched_recvs for m in matched), shifts=shifts, feasible=feasible,
         refused=_refused(matched, bounds), lost=_lost(matched, damaged),
         stuck={k: v for s in surveys for k, v in s.stuck.items()},
         t0_ns=min(firsts) if counts.sum() else 0,
         latest=_latest(surveys))
+
+
+def _seqs(surveys: list[Survey]) -> dict[int, int] | None:
+    """Each communicator's sequence numbers, over the pieces; None where a share's keys do not pack."""
+    seqs: dict[int, int] = {}
+    for s in surveys:
+        if s.seqs is None:
+            return None
+        for comm, n in s.seqs.items():
+            seqs[comm] = max(n, seqs.get(comm, n))
+    return seqs
 
 
 def _latest(surveys: list[Survey]) -> dict[int, int]:
@@ -252,7 +264,10 @@ def _fresh(path: Path) -> Path:
 def _install(trace_dir: Path, datasets: dict[str, Path], collectives: Path, comms: pl.DataFrame) -> None:
     """Put the new tables in place of any earlier ones (of either layout)."""
     write_one(trace_dir, "comms", comms)
-    install_file(trace_dir, "collectives", collectives)
+    if collectives.is_dir():  # in parts, where the instances were added up in ranges (assembly.py)
+        install_dataset(trace_dir, "collectives", collectives)
+    else:
+        install_file(trace_dir, "collectives", collectives)
     for name, made in datasets.items():
         install_dataset(trace_dir, name, made)
 

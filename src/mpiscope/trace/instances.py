@@ -1,10 +1,10 @@
 """Collective instances of a merge in pieces: each piece's share, then the whole.
 
 (communicator, sequence number) names an instance (match.py). A piece sums up
-its ranks' part of every instance (partials); the whole trace adds the parts
-up, numbers the instances as tables.collective_ids does (by first entry, then
-communicator, then sequence number) and builds collectives.parquet with the
-values tables.collectives_table gives. "First" (the instance's call and root)
+its ranks' part of every instance (partials); the parts are added up
+(summed), numbered as tables.collective_ids does (by first entry, then
+communicator, then sequence number) and made collectives.parquet with the
+values tables.collectives_table gives (assembly.py). "First" (the instance's call and root)
 means first in that table's row order: event rows (by event id, so by piece)
 before persistent starts.
 """
@@ -12,13 +12,11 @@ before persistent starts.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from mpiscope.trace.columns import ROLE, CallTable
-from mpiscope.trace.match import COLLECTIVE_COLUMNS
+from mpiscope.trace.columns import ROLE
 from mpiscope.trace.tables import Rows, instance_calls, nullable
 
 _KIND_BIT, _PIECE_BIT = 62, 40  # a row's place in that order: kind (0 rows, 1 starts), piece, position
@@ -105,17 +103,18 @@ def _partials_grouped(rows: pl.DataFrame, piece: int) -> pl.DataFrame:
 _MIN, _MAX = ("first", "root_first", "t_first_enter_ns", "t_first_leave_ns"), ("t_last_enter_ns", "t_last_leave_ns")
 _SUM = ("bytes", "recv_count", "recv_bytes", "ranks")
 _IDENTITY = {**{n: np.iinfo(np.int64).max for n in _MIN}, **{n: np.iinfo(np.int64).min for n in _MAX}}
-_SEQ_BITS, _CALL_BITS = 32, 12   # a packed key: communicator, sequence number, call
+SEQ_BITS, CALL_BITS = 32, 12   # a packed key: communicator, sequence number, call
+KEY = "key"   # a spilled share's packed keys (with_key)
 
 
 def _packed(df: pl.DataFrame) -> np.ndarray | None:
     """(comm, seq, call) as one uint64 per row, or None where one of them does not fit its bits."""
     comm, seq, call = (df[c].to_numpy() for c in ("comm", "seq", "call"))
-    if comm.size and (comm.min() < 0 or comm.max() >= 1 << (64 - _SEQ_BITS - _CALL_BITS) or seq.min() < 0
-                      or seq.max() >= 1 << _SEQ_BITS or call.max() >= 1 << _CALL_BITS):
+    if comm.size and (comm.min() < 0 or comm.max() >= 1 << (64 - SEQ_BITS - CALL_BITS) or seq.min() < 0
+                      or seq.max() >= 1 << SEQ_BITS or call.max() >= 1 << CALL_BITS):
         return None
-    key: np.ndarray = (comm.astype(np.uint64) << np.uint64(_SEQ_BITS + _CALL_BITS)) \
-        | (seq.astype(np.uint64) << np.uint64(_CALL_BITS)) | call.astype(np.uint64)
+    key: np.ndarray = (comm.astype(np.uint64) << np.uint64(SEQ_BITS + CALL_BITS)) \
+        | (seq.astype(np.uint64) << np.uint64(CALL_BITS)) | call.astype(np.uint64)
     return key
 
 
@@ -184,12 +183,32 @@ class _Sums:
         return pl.DataFrame(out)
 
 
-def _summed(shares: Iterable[pl.DataFrame]) -> pl.DataFrame | None:
+def with_key(share: pl.DataFrame) -> pl.DataFrame:
+    """A share with its packed keys as a column (KEY), where they pack."""
+    key = _packed(share)
+    return share if key is None else share.with_columns(pl.Series(KEY, key))
+
+
+def seqs_of(share: pl.DataFrame) -> dict[int, int] | None:
+    """Each communicator's sequence numbers as far as the share knows them (its largest plus one),
+    where its keys pack (with_key); else None."""
+    if KEY not in share.columns and share.height:
+        return None
+    most = share.group_by("comm").agg(pl.col("seq").max() + 1)
+    return dict(zip(most["comm"].to_list(), most["seq"].to_list()))
+
+
+def summed(shares: Iterable[pl.DataFrame]) -> pl.DataFrame | None:
     """The shares added up, one row per (comm, seq, call) (partials' columns); None without any."""
     total: pl.DataFrame | None = None   # added up by group-by: keys that do not pack into 64 bits
     sums: _Sums | None = None
     for share in shares:
-        key = _packed(share) if total is None else None
+        if KEY in share.columns:
+            key, share = share[KEY].to_numpy(), share.drop(KEY)
+        else:
+            key = _packed(share)
+        if total is not None:
+            key = None
         if key is None:
             if sums is not None:
                 total, sums = sums.frame(), None
@@ -218,39 +237,3 @@ def _add_up_grouped(shares: pl.DataFrame) -> pl.DataFrame:
         pl.col("t_first_enter_ns").min(), pl.col("t_last_enter_ns").max(),
         pl.col("t_first_leave_ns").min(), pl.col("t_last_leave_ns").max(),
     )
-
-
-def assemble(shares: list[Path], comms: pl.DataFrame, calls: CallTable) -> tuple[pl.DataFrame, np.ndarray,
-                                                                                 np.ndarray]:
-    """collectives.parquet from every piece's shares (files), and the lookup of coll_id by
-    (comm << 32) + seq: the sorted keys and their ids. The shares are added up a piece at a
-    time: every piece may share in every instance (a collective over all ranks), so all of them
-    at once would take pieces x instances rows (1,000 M records of 64 ranks: 167 M rows, 19 GB)
-    where the sum takes one row per instance and call."""
-    total = _summed(pl.read_parquet(path) for path in shares)
-    if total is None:
-        total = pl.DataFrame(schema={"comm": pl.Int64, "seq": pl.Int64, "call": pl.UInt32, "first": pl.Int64,
-                                     "root": pl.Int32, "root_first": pl.Int64, "bytes": pl.Int64,
-                                     "recv_count": pl.UInt32, "recv_bytes": pl.Int64, "ranks": pl.UInt32,
-                                     "t_first_enter_ns": pl.Int64, "t_last_enter_ns": pl.Int64,
-                                     "t_first_leave_ns": pl.Int64, "t_last_leave_ns": pl.Int64})
-    whole = total.group_by("comm", "seq").agg(
-        pl.col("call").sort_by("first").first(),
-        pl.col("call").n_unique().alias("calls_seen"),
-        pl.col("root").sort_by("root_first", nulls_last=True).first(),
-        pl.col("bytes").sum(),
-        pl.when(pl.col("recv_count").sum() > 0).then(pl.col("recv_bytes").sum()).alias("recv_bytes"),
-        pl.col("ranks").sum().cast(pl.UInt32),
-        pl.col("t_first_enter_ns").min(), pl.col("t_last_enter_ns").max(),
-        pl.col("t_first_leave_ns").min(), pl.col("t_last_leave_ns").max(),
-    )
-    whole = whole.sort("t_first_enter_ns", "comm", "seq").with_row_index("coll_id").with_columns(
-        pl.col("coll_id").cast(pl.Int64))
-    key = ((whole["comm"].to_numpy().astype(np.int64) << 32)
-           + (whole["seq"].to_numpy().astype(np.int64) & 0xffffffff)).view(np.uint64)
-    order = np.argsort(key)
-    table = (whole.with_columns(calls.series(whole["call"].to_numpy()), pl.col("calls_seen").cast(pl.UInt32))
-             .join(comms.select("comm", "comm_size"), on="comm", how="left")
-             .select(COLLECTIVE_COLUMNS)
-             .sort("coll_id"))
-    return table, key[order], whole["coll_id"].to_numpy()[order]

@@ -29,7 +29,8 @@ from mpiscope.trace.behind import WRITES
 from mpiscope.trace.clocks import RankClock
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.damaged import Window, gap_windows
-from mpiscope.trace.instances import coll_rows, partials
+from mpiscope.trace.assembly import spill_share
+from mpiscope.trace.instances import coll_rows, partials, seqs_of, with_key
 from mpiscope.trace.match import P2P, p2p_sides
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.reader import RankFile, read_rank_file, readahead
@@ -78,6 +79,7 @@ class Survey:
     stuck: dict[str, str]
     windows: dict[int, Window]
     latest: dict[int, int]      # rank -> its latest entry (ns, before clock shifts)
+    seqs: dict[int, int] | None  # communicator -> its largest sequence number in a share + 1 (instances.seqs_of)
 
 
 @dataclass
@@ -174,9 +176,9 @@ def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None,
     if shifts is not None:
         shift_rows(rows, shifts)
         shift_rows(starts, shifts)
-    share = partials(coll_rows(rows, starts), index)
-    write(whole, share.write_parquet, whole.spill / f"colls-{index:06d}.parquet")
-    return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest)
+    share = with_key(partials(coll_rows(rows, starts), index))
+    write(whole, spill_share, share, whole.spill / f"colls-{index:06d}.parquet")
+    return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest, seqs_of(share))
 
 
 def stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
