@@ -398,3 +398,17 @@ def test_merge_options_bad_input(extracted, args: list[str], says: str) -> None:
     done = mpiscope_cli(["merge", str(extracted("wildcard")), *args])
     assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_bucket_is_read_from_the_pieces_that_spilled_to_it() -> None:
+    """A piece's spill file holds a batch per bucket it has rows for, in bucket order: bucket 2's
+    sends are the second batch of piece 0 and the first of piece 2; no piece has receives for it."""
+    sides = np.zeros((3, 2, 4), np.int64)   # piece, side (sends, receives), bucket
+    sides[0, 0, [1, 2]] = 5
+    sides[2, 0, 2] = 1
+    sides[1, 1, 0] = 7
+    held = pieces_module.batches_of(sides)
+    (pieces, batches), (recv_pieces, recv_batches) = held[2]
+    assert pieces.tolist() == [0, 2] and batches.tolist() == [1, 0]
+    assert recv_pieces.size == 0 and recv_batches.size == 0
+    assert [p.tolist() for p, _ in held[0]] == [[], [1]] and held[0][1][1].tolist() == [0]

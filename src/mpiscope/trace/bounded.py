@@ -57,7 +57,7 @@ from mpiscope.trace.buckets import (
 )
 from mpiscope.trace.clocks import ShiftBounds
 from mpiscope.trace.assembly import assemble
-from mpiscope.trace.pieces import Piece, Survey, Whole, drop_built, survey, write_events
+from mpiscope.trace.pieces import Piece, Survey, Whole, batches_of, drop_built, survey, write_events
 from mpiscope.trace.quiet import spans
 from mpiscope.trace.reader import RANK_FILE, rank_files
 from mpiscope.trace.storage import install_dataset, install_file, write_one
@@ -171,7 +171,8 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     windows = {r: w for s in surveys for r, w in s.windows.items()}
     messages_dir = _fresh(trace_dir / ".messages.tmp")
     parts = [messages_dir / f"part-{b:06d}.parquet" for b in range(p.buckets)]
-    matched: list[Matched] = tasks.map(match_bucket, [(whole, b, offsets, windows, bounds, damaged, parts[b])
+    held = batches_of(np.stack([s.sides for s in surveys if s.sides is not None]))   # piece, side, bucket
+    matched: list[Matched] = tasks.map(match_bucket, [(whole, offsets, held[b], windows, bounds, damaged, parts[b])
                                                       for b in range(p.buckets)])
     WRITES.wait()
     for name in ("sends", "recvs"):  # the sides are matched: give their disk space back

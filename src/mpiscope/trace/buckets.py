@@ -52,12 +52,13 @@ def _side(t: pa.Table) -> tuple[Side, np.ndarray, np.ndarray]:
     return Side(c["comm"], c["src"], c["dst"], c["tag"], c["posted"], c["event"]), c["bytes"], c["leave"]
 
 
-def match_bucket(whole: Whole, bucket: int, event_offsets: np.ndarray, windows: dict[int, Window],
-                 bounds: ShiftBounds, damaged: list[int], path: Path) -> Matched:
+def match_bucket(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.ndarray, np.ndarray]],
+                 windows: dict[int, Window], bounds: ShiftBounds, damaged: list[int], path: Path) -> Matched:
     """Match one bucket's messages, write them (times unshifted) to `path`; event_offsets: each
-    piece's first event id."""
-    sends, sbytes, sleave = _side(read_bucket(whole, "sends", bucket, event_offsets))
-    recvs, rbytes, rleave = _side(read_bucket(whole, "recvs", bucket, event_offsets))
+    piece's first event id; held: the pieces that spilled sends, receives to it and the batches
+    (pieces.batches_of)."""
+    sends, sbytes, sleave = _side(read_bucket(whole, "sends", event_offsets, *held[0]))
+    recvs, rbytes, rleave = _side(read_bucket(whole, "recvs", event_offsets, *held[1]))
     p2p = P2P(sends, sbytes, sleave, recvs, rbytes, rleave)
     si, ri = match_around_gaps(sends, recvs, windows)
     ri = reorder_threads(p2p, si, ri)
