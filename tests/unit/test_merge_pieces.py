@@ -412,3 +412,17 @@ def test_a_bucket_is_read_from_the_pieces_that_spilled_to_it() -> None:
     assert pieces.tolist() == [0, 2] and batches.tolist() == [1, 0]
     assert recv_pieces.size == 0 and recv_batches.size == 0
     assert [p.tolist() for p, _ in held[0]] == [[], [1]] and held[0][1][1].tolist() == [0]
+
+
+def test_a_bucket_larger_than_its_share_is_said(extracted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The messages of one envelope are matched together: where a bucket of them takes more than
+    the budget leaves it, the merge says so in one sentence. (A budget that holds the largest rank
+    leaves its buckets a few KiB, which the margin otherwise covers.)"""
+    trace = extracted("threads")
+    in_pieces_only(monkeypatch)
+    monkeypatch.setattr(merge, "FULLEST_MARGIN", 0)
+    result = merge_trace(trace, memory=budget_for(trace))
+    how = json.loads((trace / "manifest.json").read_text())["merge"]
+    said = [w for w in result.warnings if "fullest matching bucket" in w]
+    assert len(said) == 1 and f"held {how['largest_bucket']:,} sends and receives" in said[0], result.warnings
+    assert "--memory" in said[0] and "\n" not in said[0] and how["largest_bucket"] > 0

@@ -88,6 +88,7 @@ class Outcome:
     stuck: dict[str, str]
     t0_ns: int
     latest: dict[int, int]
+    largest_bucket: int = 0     # sends and receives of the fullest matching bucket
 
 
 def most_records(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int,
@@ -171,7 +172,8 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     windows = {r: w for s in surveys for r, w in s.windows.items()}
     messages_dir = _fresh(trace_dir / ".messages.tmp")
     parts = [messages_dir / f"part-{b:06d}.parquet" for b in range(p.buckets)]
-    held = batches_of(np.stack([s.sides for s in surveys if s.sides is not None]))   # piece, side, bucket
+    sides = np.stack([s.sides for s in surveys if s.sides is not None])   # piece, side, bucket
+    held = batches_of(sides)
     matched: list[Matched] = tasks.map(match_bucket, [(whole, offsets, held[b], windows, bounds, damaged, parts[b])
                                                       for b in range(p.buckets)])
     WRITES.wait()
@@ -217,7 +219,7 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         refused=_refused(matched, bounds), lost=_lost(matched, damaged),
         stuck={k: v for s in surveys for k, v in s.stuck.items()},
         t0_ns=min(firsts) if counts.sum() else 0,
-        latest=_latest(surveys))
+        latest=_latest(surveys), largest_bucket=int(sides.sum(axis=(0, 1)).max(initial=0)))
 
 
 def _seqs(surveys: list[Survey]) -> dict[int, int] | None:

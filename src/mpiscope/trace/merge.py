@@ -106,6 +106,7 @@ BASE_BYTES = 400 << 20      # a merging process before it reads a record (interp
 # has an event per record: ~86 + 115 B, hence the bound per record below.
 PIECE_BYTES_PER_RECORD = 210
 SIDE_BYTES = 280
+FULLEST_MARGIN = 64 << 20   # a matching bucket above its share by less is within BASE_BYTES' margin: not said
 # Records of a piece whose arrays the heap kept for reuse holds (machine.reused_heap): a process
 # that merges its pieces one after another then builds each after the first without fresh pages,
 # which cost more than the work on them. Measured on the generated halo, 31.2 M records of 64 ranks,
@@ -256,9 +257,21 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind, ahead=ahead)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
+    if o.largest_bucket * SIDE_BYTES > per_worker - held + FULLEST_MARGIN:
+        warnings.append(_fullest_bucket(o.largest_bucket, budget))
     return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings + swap_warnings,
-                     {"pieces": len(p.pieces), "buckets": p.buckets, "workers": tasks.workers,
-                      "memory_budget": budget}, t0)
+                     {"pieces": len(p.pieces), "buckets": p.buckets, "largest_bucket": o.largest_bucket,
+                      "workers": tasks.workers, "memory_budget": budget}, t0)
+
+
+def _fullest_bucket(sides: int, budget: int) -> str:
+    """The matching's one bound the merge cannot keep: the messages of one envelope (comm, src,
+    dst) are matched together, whatever --memory leaves them (the generated halo of 1,000 M
+    records on 64 ranks has ~256 envelopes, each of ~4 M sends and receives)."""
+    return (f"the fullest matching bucket held {sides:,} sends and receives (the messages of one communicator, "
+            f"source and destination are matched together), about {sides * SIDE_BYTES / 2**30:.1f} GiB, more "
+            f"than the {budget / 2**30:.2f} GiB of --memory left them: the merge may have taken more; give a larger "
+            f"--memory")
 
 
 @dataclass(frozen=True)
