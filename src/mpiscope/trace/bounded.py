@@ -46,6 +46,7 @@ import polars as pl
 from mpiscope.errors import UsageError
 from mpiscope.machine import trim_heap
 from mpiscope.parallel import Tasks
+from mpiscope.trace.assembly import assemble
 from mpiscope.trace.behind import WRITES
 from mpiscope.trace.buckets import (
     Matched,
@@ -56,7 +57,6 @@ from mpiscope.trace.buckets import (
     shifts_of,
 )
 from mpiscope.trace.clocks import ShiftBounds
-from mpiscope.trace.assembly import assemble
 from mpiscope.trace.pieces import Piece, Survey, Whole, batches_of, drop_built, survey, write_events
 from mpiscope.trace.quiet import spans
 from mpiscope.trace.reader import RANK_FILE, rank_files

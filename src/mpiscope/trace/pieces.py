@@ -25,11 +25,11 @@ import pyarrow as pa
 
 from mpiscope.machine import small_pages
 from mpiscope.trace import FINALIZE_CALLS
+from mpiscope.trace.assembly import spill_share
 from mpiscope.trace.behind import WRITES
 from mpiscope.trace.clocks import RankClock
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.damaged import Window, gap_windows
-from mpiscope.trace.assembly import spill_share
 from mpiscope.trace.instances import coll_rows, partials, seqs_of, with_key
 from mpiscope.trace.match import P2P, p2p_sides
 from mpiscope.trace.outcomes import add_outcomes, failed_events
