@@ -234,7 +234,7 @@ def read_bucket(whole: Whole, name: str, event_offsets: np.ndarray, pieces: np.n
     """One bucket's rows of one side, from the spills of the `pieces` that hold any (batches_of),
     in piece order, with the event ids of the whole trace (a piece's ids start at 0:
     event_offsets holds each piece's first). Only those: the halo's 1,000 M records of 64 ranks
-    in 704 pieces have ~256 envelopes (comm, src, dst), each from the ~11 pieces of its sender."""
+    in 704 pieces have 64 envelopes (comm, src, dst), each from the 11 pieces of its sender."""
     read = []
     for piece, batch in zip(pieces.tolist(), batches.tolist()):
         with pa.memory_map(str(whole.spill / f"{name}-{piece:06d}.arrow")) as source:
