@@ -54,16 +54,21 @@ static void where_it_runs(struct msc_file_header *f)
 
 static void copy_maps(void)
 {
-    /* The memory map resolves call-site addresses to file:line afterwards. */
-    char path[PATH_MAX + 32], buf[16384];
+    /* The memory map resolves call-site addresses to file:line afterwards. Copied
+     * aside, then renamed over the copy before: a rank killed while it copies (the
+     * job torn down by another rank's MPI_Abort, or by its own) keeps the earlier
+     * copy, where it left an empty file (4 ranks, one aborting: seen in a test). */
+    char path[PATH_MAX + 32], copy[PATH_MAX + 32], buf[16384];
     int in = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    int out = open_raw("maps", O_WRONLY | O_CREAT | O_TRUNC, path, sizeof path);
-    ssize_t n;
-    while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0) {
-        if (write(out, buf, (size_t)n) != n) break;
-    }
+    int out = open_raw("maps.tmp", O_WRONLY | O_CREAT | O_TRUNC, copy, sizeof copy);
+    ssize_t n = -1;
+    int whole = in >= 0 && out >= 0;
+    while (whole && (n = read(in, buf, sizeof buf)) > 0) whole = write(out, buf, (size_t)n) == n;
     if (in >= 0) close(in);
-    if (out >= 0) close(out);
+    if (out >= 0 && close(out) != 0) whole = 0;
+    snprintf(path, sizeof path, "%s/raw/rank-%06d.maps", trace_dir, msc_world_rank_self);
+    if (whole && n == 0) rename(copy, path);
+    else if (out >= 0) unlink(copy);
 }
 
 /* A child forked by a rank (a shell command, a Python subprocess) shares the
