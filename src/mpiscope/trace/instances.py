@@ -12,6 +12,7 @@ before persistent starts.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -43,10 +44,11 @@ def coll_rows(rows: Rows, starts: Rows) -> pl.DataFrame:
 
 
 def partials(rows: pl.DataFrame, piece: int) -> pl.DataFrame:
-    """One piece's share of each instance, by (comm, seq, call), in packed-key order. The rows come
-    in `order` (coll_rows): sorted stably by key, each instance's rows stay in it, so its first row
-    and its first root are where the reductions start. A group-by with a sort inside took 1.8 s
-    for one rank of 1,000 M records on 64 (2.6 M collectives)."""
+    """One piece's share of each instance, by (comm, seq, call), in packed-key order with the key as
+    a column (KEY), where the keys pack. The rows come in `order` (coll_rows): sorted stably by key,
+    each instance's rows stay in it, so its first row and its first root are where the reductions
+    start. A group-by with a sort inside took 1.8 s for one rank of 1,000 M records on 64 (2.6 M
+    collectives)."""
     key = _packed(rows)
     if key is None or not rows.height:
         return _partials_grouped(rows, piece)
@@ -66,6 +68,7 @@ def partials(rows: pl.DataFrame, piece: int) -> pl.DataFrame:
     leave_max = np.maximum.reduceat(column("t_done_ns", -1), start)
     return pl.DataFrame([
         *(rows[c].gather(at[start]) for c in ("comm", "seq", "call")),
+        pl.Series(KEY, key[at[start]]),
         pl.Series("first", order[start]),
         nullable(column("root", 0)[with_root].astype(np.int32), found, "root"),
         nullable(order[with_root], found, "root_first"),
@@ -104,7 +107,12 @@ _MIN, _MAX = ("first", "root_first", "t_first_enter_ns", "t_first_leave_ns"), ("
 _SUM = ("bytes", "recv_count", "recv_bytes", "ranks")
 _IDENTITY = {**{n: np.iinfo(np.int64).max for n in _MIN}, **{n: np.iinfo(np.int64).min for n in _MAX}}
 SEQ_BITS, CALL_BITS = 32, 12   # a packed key: communicator, sequence number, call
-KEY = "key"   # a spilled share's packed keys (with_key)
+KEY = "key"   # a share's packed keys (partials)
+
+
+def pack(comm: Any, seq: Any, call: Any = 0) -> Any:
+    """(comm, seq, call) as one packed key: of Python ints an int, of uint64 arrays an array."""
+    return (comm << (SEQ_BITS + CALL_BITS)) | (seq << CALL_BITS) | call
 
 
 def _packed(df: pl.DataFrame) -> np.ndarray | None:
@@ -113,8 +121,7 @@ def _packed(df: pl.DataFrame) -> np.ndarray | None:
     if comm.size and (comm.min() < 0 or comm.max() >= 1 << (64 - SEQ_BITS - CALL_BITS) or seq.min() < 0
                       or seq.max() >= 1 << SEQ_BITS or call.max() >= 1 << CALL_BITS):
         return None
-    key: np.ndarray = (comm.astype(np.uint64) << np.uint64(SEQ_BITS + CALL_BITS)) \
-        | (seq.astype(np.uint64) << np.uint64(CALL_BITS)) | call.astype(np.uint64)
+    key: np.ndarray = pack(comm.astype(np.uint64), seq.astype(np.uint64), call.astype(np.uint64))
     return key
 
 
@@ -183,15 +190,9 @@ class _Sums:
         return pl.DataFrame(out)
 
 
-def with_key(share: pl.DataFrame) -> pl.DataFrame:
-    """A share with its packed keys as a column (KEY), where they pack."""
-    key = _packed(share)
-    return share if key is None else share.with_columns(pl.Series(KEY, key))
-
-
 def seqs_of(share: pl.DataFrame) -> dict[int, int] | None:
     """Each communicator's sequence numbers as far as the share knows them (its largest plus one),
-    where its keys pack (with_key); else None."""
+    where its keys pack (partials); else None."""
     if KEY not in share.columns and share.height:
         return None
     most = share.group_by("comm").agg(pl.col("seq").max() + 1)

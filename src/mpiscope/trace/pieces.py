@@ -30,7 +30,7 @@ from mpiscope.trace.behind import WRITES
 from mpiscope.trace.clocks import RankClock
 from mpiscope.trace.columns import FIRST_TABLE_ID, ROLE, CallTable, Records, build_records
 from mpiscope.trace.damaged import Window, gap_windows
-from mpiscope.trace.instances import coll_rows, partials, seqs_of, with_key
+from mpiscope.trace.instances import coll_rows, partials, seqs_of
 from mpiscope.trace.match import P2P, p2p_sides
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.reader import RankFile, read_rank_file, readahead
@@ -180,7 +180,7 @@ def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None,
     if shifts is not None:
         shift_rows(rows, shifts)
         shift_rows(starts, shifts)
-    share = with_key(partials(coll_rows(rows, starts), index))
+    share = partials(coll_rows(rows, starts), index)
     write(whole, spill_share, share, whole.spill / f"colls-{index:06d}.parquet")
     return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest, seqs_of(share), sides)
 
