@@ -8,7 +8,8 @@ to the trace directory (.merge-spill/, removed at the end):
 
 1. survey each piece (pieces.survey): its events counted, its sides of
    point-to-point traffic spilled by bucket, its share of each collective;
-2. match each bucket (buckets.match_bucket), write its messages; solve the
+2. match each bucket (buckets.match_bucket; one too large for the budget in
+   windows of its pieces' sides, in time order), write its messages; solve the
    clock correction from the buckets' strongest constraints; shift the
    messages (and survey the collectives again) where a rank moved;
 3. add up the collective instances (assembly.assemble: in key ranges where they do not fit);
@@ -71,6 +72,7 @@ class Plan:
     buckets: int
     largest_piece: int = 0   # its records
     room: int = 0            # bytes the collectives may take where they are added up (assembly.py)
+    sides: int = 1 << 62     # sends and receives the matching of a bucket may hold at once (buckets.py)
 
 
 @dataclass
@@ -88,7 +90,7 @@ class Outcome:
     stuck: dict[str, str]
     t0_ns: int
     latest: dict[int, int]
-    largest_bucket: int = 0     # sends and receives of the fullest matching bucket
+    largest_bucket: int = 0     # sends and receives the fullest matching bucket held at once
 
 
 def most_records(records: dict[int, int], per_worker: int, workers: int, piece_bytes: int,
@@ -125,7 +127,7 @@ def plan(records: dict[int, int], per_worker: int, workers: int, piece_bytes: in
             size = records[rank]
     buckets = max(workers, -(-total * side_bytes // (per_worker - held)), 1)
     return Plan(pieces, int(buckets), max((_records_of(piece, records) for piece in pieces), default=0),
-                per_worker - held)
+                per_worker - held, max(1, (per_worker - held) // side_bytes))
 
 
 def _records_of(piece: Piece, records: dict[int, int]) -> int:
@@ -174,8 +176,12 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     parts = [messages_dir / f"part-{b:06d}.parquet" for b in range(p.buckets)]
     sides = np.stack([s.sides for s in surveys if s.sides is not None])   # piece, side, bucket
     held = batches_of(sides)
-    matched: list[Matched] = tasks.map(match_bucket, [(whole, offsets, held[b], windows, bounds, damaged, parts[b])
-                                                      for b in range(p.buckets)])
+    firsts = np.array([s.first for s in surveys], np.int64)
+    for i in range(1, len(p.pieces)):  # a cut rank's pieces in their order, whatever their first entries
+        if p.pieces[i].records is not None and p.pieces[i].ranks == p.pieces[i - 1].ranks:
+            firsts[i] = max(firsts[i], firsts[i - 1])
+    matched: list[Matched] = tasks.map(match_bucket, [(whole, offsets, held[b], windows, bounds, damaged, parts[b],
+                                                       sides[:, :, b], firsts, p.sides) for b in range(p.buckets)])
     WRITES.wait()
     for name in ("sends", "recvs"):  # the sides are matched: give their disk space back
         for f in spill.glob(f"{name}-*.arrow"):
@@ -186,7 +192,7 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
                            for i, piece in enumerate(p.pieces)])
         WRITES.wait()
     if shifts.any() or not feasible:
-        tasks.map(shift_messages, [(part, shifts, feasible) for part in parts])
+        tasks.map(shift_messages, [(part, shifts, feasible) for m in matched for part in m.parts])
     # the collectives are assembled by Polars, whose allocator takes neither what the matching
     # freed in the heap nor in Arrow's pool (1,000 M records of 64 ranks, 2 GiB: 1.06 -> 0.47 GiB
     # resident before the collectives)
@@ -219,7 +225,7 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
         refused=_refused(matched, bounds), lost=_lost(matched, damaged),
         stuck={k: v for s in surveys for k, v in s.stuck.items()},
         t0_ns=min(firsts) if counts.sum() else 0,
-        latest=_latest(surveys), largest_bucket=int(sides.sum(axis=(0, 1)).max(initial=0)))
+        latest=_latest(surveys), largest_bucket=max((m.held for m in matched), default=0))
 
 
 def _seqs(surveys: list[Survey]) -> dict[int, int] | None:

@@ -257,7 +257,7 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         whole = dataclasses.replace(whole, buckets=p.buckets, processes=tasks.workers, behind=behind, ahead=ahead)
         o = merge_in_pieces(whole, p, tasks, nranks, shift_bounds(files, nranks),
                             sorted({f.rank for f in files if f.gaps} | set(missing)), comms, delete_raw)
-    if o.largest_bucket * SIDE_BYTES > per_worker - held + FULLEST_MARGIN:
+    if (o.largest_bucket - p.sides) * SIDE_BYTES > FULLEST_MARGIN:   # held more than the budget leaves
         warnings.append(_fullest_bucket(o.largest_bucket, budget))
     return _conclude(trace_dir, manifest, files, missing, nranks, o, swaps, warnings + swap_warnings,
                      {"pieces": len(p.pieces), "buckets": p.buckets, "largest_bucket": o.largest_bucket,
@@ -265,13 +265,13 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
 
 
 def _fullest_bucket(sides: int, budget: int) -> str:
-    """The matching's one bound the merge cannot keep: the messages of one envelope (comm, src,
-    dst) are matched together, whatever --memory leaves them (the generated halo of 1,000 M
-    records on 64 ranks, a ring, has 64 envelopes of 5.2 M sends and receives each)."""
-    return (f"the fullest matching bucket held {sides:,} sends and receives (the messages of one communicator, "
-            f"source and destination are matched together), about {sides * SIDE_BYTES / 2**30:.1f} GiB, more "
-            f"than the {budget / 2**30:.2f} GiB of --memory left them: the merge may have taken more; give a larger "
-            f"--memory")
+    """The matching's one bound the merge cannot always keep: a bucket whose messages cannot be
+    matched in windows (buckets._in_windows: where ranks are damaged, or where a receive completed
+    before its send began, which threads' messages may need re-paired) is matched whole."""
+    return (f"the fullest matching bucket held {sides:,} sends and receives at once (a bucket with damaged ranks, "
+            f"or with receives that completed before their send began, is matched whole), about "
+            f"{sides * SIDE_BYTES / 2**30:.1f} GiB, more than the {budget / 2**30:.2f} GiB of --memory left them: the "
+            f"merge may have taken more; give a larger --memory")
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ class Survey:
     latest: dict[int, int]      # rank -> its latest entry (ns, before clock shifts)
     seqs: dict[int, int] | None  # communicator -> its largest sequence number in a share + 1 (instances.seqs_of)
     sides: np.ndarray | None = None   # sends, receives spilled to each matching bucket (2 x buckets)
+    first: int = np.iinfo(np.int64).max   # its first entry (ns, before clock shifts): where its sides are in time
 
 
 @dataclass
@@ -182,7 +183,8 @@ def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None,
         shift_rows(starts, shifts)
     share = partials(coll_rows(rows, starts), index)
     write(whole, spill_share, share, whole.spill / f"colls-{index:06d}.parquet")
-    return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest, seqs_of(share), sides)
+    first = int(rows["t_enter"].min()) if rows["t_enter"].size else np.iinfo(np.int64).max
+    return Survey(int(rows["event"].size), sends, recvs, stuck, windows, latest, seqs_of(share), sides, first)
 
 
 def stuck_calls(rec: Records, calls: CallTable) -> dict[str, str]:
