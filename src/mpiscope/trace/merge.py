@@ -267,11 +267,12 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
 def _fullest_bucket(sides: int, budget: int) -> str:
     """The matching's one bound the merge cannot always keep: a bucket whose messages cannot be
     matched in windows (buckets._in_windows: where ranks are damaged, or where a receive completed
-    before its send began, which threads' messages may need re-paired) is matched whole."""
-    return (f"the fullest matching bucket held {sides:,} sends and receives at once (a bucket with damaged ranks, "
-            f"or with receives that completed before their send began, is matched whole), about "
-            f"{sides * SIDE_BYTES / 2**30:.1f} GiB, more than the {budget / 2**30:.2f} GiB of --memory left them: the "
-            f"merge may have taken more; give a larger --memory")
+    before its send began, which threads' messages may need re-paired) is matched whole, and a
+    window holds at least one piece's sides of its bucket."""
+    return (f"the fullest matching bucket held {sides:,} sends and receives at once, about "
+            f"{sides * SIDE_BYTES / 2**30:.1f} GiB, more than the {budget / 2**30:.2f} GiB of --memory left them (a "
+            f"bucket with damaged ranks, or with receives that completed before their send began, is matched whole; "
+            f"another in windows of at least one piece's sides): the merge may have taken more; give a larger --memory")
 
 
 @dataclass(frozen=True)
