@@ -176,12 +176,12 @@ def _merge(whole: Whole, p: Plan, tasks: Tasks, nranks: int, bounds: ShiftBounds
     parts = [messages_dir / f"part-{b:06d}.parquet" for b in range(p.buckets)]
     sides = np.stack([s.sides for s in surveys if s.sides is not None])   # piece, side, bucket
     held = batches_of(sides)
-    firsts = np.array([s.first for s in surveys], np.int64)
+    entered = np.array([s.first for s in surveys], np.int64)   # each piece's first entry, as surveyed
     for i in range(1, len(p.pieces)):  # a cut rank's pieces in their order, whatever their first entries
         if p.pieces[i].records is not None and p.pieces[i].ranks == p.pieces[i - 1].ranks:
-            firsts[i] = max(firsts[i], firsts[i - 1])
+            entered[i] = max(entered[i], entered[i - 1])
     matched: list[Matched] = tasks.map(match_bucket, [(whole, offsets, held[b], windows, bounds, damaged, parts[b],
-                                                       sides[:, :, b], firsts, p.sides) for b in range(p.buckets)])
+                                                       sides[:, :, b], entered, p.sides) for b in range(p.buckets)])
     WRITES.wait()
     for name in ("sends", "recvs"):  # the sides are matched: give their disk space back
         for f in spill.glob(f"{name}-*.arrow"):
