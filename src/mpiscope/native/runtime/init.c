@@ -24,9 +24,14 @@ int msc_world_rank_self = -1;
 static MPI_Comm private_comm = MPI_COMM_NULL; /* clock sync, apart from user traffic */
 static char trace_dir[PATH_MAX];
 
-static int open_raw(const char *suffix, int flags, char *path, size_t size)
+static void raw_path(const char *suffix, char *path, size_t size)
 {
     snprintf(path, size, "%s/raw/rank-%06d.%s", trace_dir, msc_world_rank_self, suffix);
+}
+
+static int open_raw(const char *suffix, int flags, char *path, size_t size)
+{
+    raw_path(suffix, path, size);
     return open(path, flags | O_CLOEXEC, 0644);
 }
 
@@ -66,7 +71,7 @@ static void copy_maps(void)
     while (whole && (n = read(in, buf, sizeof buf)) > 0) whole = write(out, buf, (size_t)n) == n;
     if (in >= 0) close(in);
     if (out >= 0 && close(out) != 0) whole = 0;
-    snprintf(path, sizeof path, "%s/raw/rank-%06d.maps", trace_dir, msc_world_rank_self);
+    raw_path("maps", path, sizeof path);
     if (whole && n == 0) rename(copy, path);
     else if (out >= 0) unlink(copy);
 }
