@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -442,18 +443,22 @@ def test_a_bucket_is_read_from_the_pieces_that_spilled_to_it() -> None:
 
 
 def test_a_bucket_larger_than_its_share_is_said(extracted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bucket whose receives completed before their sends began (skew5: a rank's clock behind;
-    threads' messages may need re-pairing too) is matched whole, not in windows: where it holds
-    more than the budget leaves the matching (100 sides here), the merge says so in one sentence,
-    and its tables are those of the in-memory merge."""
+    """A bucket whose receives completed before their sends began between ranks of several threads
+    (skew5's, as if its ranks had several: a rank's clock is behind) is matched whole, not in
+    windows (threads' messages may need re-pairing: match.reorder_threads): where it holds more
+    than the budget leaves the matching (100 sides here), the merge says so in one sentence, and
+    its tables are those of the in-memory merge."""
     whole = extracted("skew5")
     trace = copy(whole, tmp_path / "pieces")
+    monkeypatch.setattr(merge, "threaded_ranks", lambda files: tuple(f.rank for f in files))
     merge_trace(whole)
     in_pieces_only(monkeypatch)
     monkeypatch.setattr(merge, "plan", lambda *args, **kw: dataclasses.replace(plan(*args, **kw), sides=100))
     monkeypatch.setattr(merge, "FULLEST_MARGIN", 0)
     result = merge_trace(trace, memory=budget_for(trace))
     how = json.loads((trace / "manifest.json").read_text())["merge"]
+    whole_parts = [f for f in (trace / "messages").glob("part-*.parquet") if f.stem.count("-") == 1]
+    assert max(pq.read_metadata(f).num_rows for f in whole_parts) > 50   # > 100 sides, matched whole
     said = [w for w in result.warnings if "fullest matching bucket" in w]
     assert len(said) == 1 and f"held {how['largest_bucket']:,} sends and receives" in said[0], result.warnings
     assert "--memory" in said[0] and "\n" not in said[0] and how["largest_bucket"] > 100

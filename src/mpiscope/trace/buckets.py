@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from mpiscope.trace.clocks import ShiftBounds, _bellman_ford
 from mpiscope.trace.damaged import Window, match_around_gaps
-from mpiscope.trace.match import P2P, Side, match_messages, reorder_threads
+from mpiscope.trace.match import P2P, Side, ambiguous, match_messages, reorder_threads
 from mpiscope.trace.pieces import Whole, read_bucket, write
 from mpiscope.trace.received import overclaimed
 from mpiscope.trace.storage import read_table, write_table
@@ -79,7 +79,7 @@ def match_bucket(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.nd
     p2p = _p2p(read_bucket(whole, "sends", event_offsets, *held[0]),
                read_bucket(whole, "recvs", event_offsets, *held[1]))
     si, ri = match_around_gaps(p2p.sends, p2p.recvs, windows)
-    ri = reorder_threads(p2p, si, ri)
+    ri = reorder_threads(p2p, si, ri, whole.threaded)
     write(whole, write_table, messages_table(p2p, si, ri, np.zeros(bounds.host.size, np.int64), True), path)
     m = _told(p2p, si, ri, bounds, damaged)
     m.parts, m.held = [path], p2p.sends.size + p2p.recvs.size
@@ -128,12 +128,14 @@ def _in_windows(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.nda
     The k-th send of an envelope (comm, src, dst, tag) pairs with its k-th receive (match.py), and
     every earlier one of either side is then paired already: the pairs are those of the bucket
     matched whole. None (the bucket is then matched whole) where a receive completed before its
-    send began, whose pairing reorder_threads may change, or where one side has no rows. The
+    send began between ranks of which one has several threads, whose pairing reorder_threads may
+    change (between single-threaded ranks that is the clocks' error: the pairs stand), or where
+    one side has no rows. The
     generated halo of 1,000 M records on 64 ranks has 64 envelopes of 5.2 M sends and receives
     each, more than a budget of 1 GiB holds."""
     chunks = sorted((int(firsts[piece]), piece, k, batch) for k, (pieces, batches) in enumerate(held)
                     for piece, batch in zip(pieces.tolist(), batches.tolist()))
-    window = _Window(bounds, path)
+    window = _Window(bounds, path, whole.threaded)
     try:
         for _, piece, k, batch in chunks:
             rows = int(counts[piece, k])
@@ -152,8 +154,8 @@ def _in_windows(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.nda
 class _Window:
     """The sides a windowed bucket holds, its part files and what its windows told."""
 
-    def __init__(self, bounds: ShiftBounds, path: Path) -> None:
-        self.bounds, self.path = bounds, path
+    def __init__(self, bounds: ShiftBounds, path: Path, threaded: tuple[int, ...]) -> None:
+        self.bounds, self.path, self.threaded = bounds, path, threaded
         self.pending: list[list[pa.Table]] = [[], []]   # sends, receives: carried on, then read
         self.holding = self.most_held = 0
         self.parts: list[Path] = []
@@ -170,8 +172,7 @@ class _Window:
         sides = [pa.concat_tables(tables).combine_chunks() for tables in self.pending]
         p2p = _p2p(*sides)
         si, ri = match_messages(p2p.sends, p2p.recvs)
-        done = p2p.recv_leave[ri]
-        if ((done >= 0) & (done < p2p.sends.posted[si])).any():
+        if ambiguous(p2p, si, ri, self.threaded).any():
             raise _Whole
         self.parts.append(self.path.with_name(f"{self.path.stem}-{len(self.parts):04d}.parquet"))
         write_table(messages_table(p2p, si, ri, np.zeros(self.bounds.host.size, np.int64), True), self.parts[-1])

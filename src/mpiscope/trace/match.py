@@ -22,6 +22,7 @@ import polars as pl
 
 from mpiscope.trace import native
 from mpiscope.trace.columns import ROLE, ROLES, Records
+from mpiscope.trace.reader import RankFile
 from mpiscope.trace.requests import StartLinks
 
 
@@ -90,7 +91,23 @@ COLLECTIVE_COLUMNS = ("coll_id", "call", "comm", "root", "bytes", "recv_bytes", 
                       "t_first_enter_ns", "t_last_enter_ns", "t_first_leave_ns", "t_last_leave_ns")
 
 
-def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray) -> np.ndarray:
+def threaded_ranks(files: list[RankFile]) -> tuple[int, ...]:
+    """The ranks whose calls were recorded from more than one thread."""
+    return tuple(sorted(f.rank for f in files if len(set(f.block_thread)) > 1))
+
+
+def ambiguous(p: P2P, si: np.ndarray, ri: np.ndarray, threaded: tuple[int, ...]) -> np.ndarray:
+    """Which matched pairs (si, ri) reorder_threads would look at: a receive that completed
+    before its send began, between ranks of which one has several threads (`threaded`)."""
+    done = p.recv_leave[ri]
+    late = (done >= 0) & (done < p.sends.posted[si])
+    if late.any():
+        ranks = np.array(threaded, np.int64)
+        late[late] = np.isin(p.sends.src[si][late], ranks) | np.isin(p.recvs.dst[ri][late], ranks)
+    return late
+
+
+def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray, threaded: tuple[int, ...]) -> np.ndarray:
     """The receive paired with each matched send (ri reordered), where threads made the order
     ambiguous (issue 23). MPI orders the messages of one envelope as they were sent, but sends
     (or receives) that overlap in time on different threads of a rank have no order between
@@ -98,14 +115,18 @@ def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray) -> np.ndarray:
     others, form a cluster; in a cluster where the order taken pairs a receive with a send
     entered after that receive completed (which the true pairing never does), the sends by
     entry are paired with the receives by completion instead: that pairing keeps every receive
-    after its send wherever any pairing of the cluster does. A rank's one thread orders its
-    calls itself: there the order taken is the true one, and has no such receive."""
-    s, r = p.sends, p.recvs
-    done = p.recv_leave[ri]
-    if not ((done >= 0) & (done < s.posted[si])).any():  # the common case: nothing to reorder
+    after its send wherever any pairing of the cluster does. Only between ranks of which one
+    has several threads (`threaded`): a rank's one thread orders its calls itself, so between
+    two such ranks the order taken is the true one, and a receive before its send there is the
+    clocks' error, which their correction removes (or clamps). Re-paired by completion, two receives that
+    one thread posted and a Waitany reported the other way round would swap their messages."""
+    late = ambiguous(p, si, ri, threaded)
+    if not late.any():  # the common case: nothing to reorder
         return ri
-    order = np.lexsort((s.event[si], s.posted[si], s.tag[si], s.dst[si], s.src[si], s.comm[si]))
-    si, ri = si[order], ri[order]
+    order = np.lexsort((p.sends.event[si], p.sends.posted[si], p.sends.tag[si], p.sends.dst[si],
+                        p.sends.src[si], p.sends.comm[si]))
+    si, ri, late = si[order], ri[order], late[order]
+    s, r = p.sends, p.recvs
     never = np.iinfo(np.int64).max
     env = np.stack([s.comm[si], s.src[si], s.dst[si], s.tag[si]])
     new_env = np.r_[True, (env[:, 1:] != env[:, :-1]).any(axis=0)]
@@ -118,7 +139,6 @@ def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray) -> np.ndarray:
     recv_reach = _running_max(recv_end, group)
     apart = (enter[1:] > send_reach[:-1]) & (posted[1:] > recv_reach[:-1])
     cluster = np.cumsum(np.r_[True, new_env[1:] | apart])
-    late = (done >= 0) & (done < enter)
     out = ri.copy()
     for c in np.unique(cluster[late]):
         at = np.flatnonzero(cluster == c)

@@ -33,7 +33,7 @@ from mpiscope.trace.buckets import lost_sentence, refused_sentence
 from mpiscope.trace.clocks import RankClock, ShiftBounds, causality_shifts, rank_clocks, shift_bounds
 from mpiscope.trace.columns import CallTable, Records, build_records, comm_table
 from mpiscope.trace.damaged import Window, gap_windows, match_around_gaps
-from mpiscope.trace.match import P2P, p2p_sides, reorder_threads
+from mpiscope.trace.match import P2P, p2p_sides, reorder_threads, threaded_ranks
 from mpiscope.trace.outcomes import add_outcomes, failed_events
 from mpiscope.trace.pieces import Whole, stuck_calls, worker_setup
 from mpiscope.trace.placement import placement
@@ -241,7 +241,8 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
         nranks = _world(files, missing)
         dense, _, comms = comm_table(files)
         whole = Whole(trace_dir, trace_dir / SPILL, calls, rank_clocks(files), dense,
-                      all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1)
+                      all(int(f.header["version"]) >= R.RECV_BYTES_SINCE for f in files), 1,
+                      threaded=threaded_ranks(files))
         held = heap.kept if alone else 0
         p = plan({f.rank: records.get(f.rank, 0) for f in files}, per_worker, tasks.workers,
                  PIECE_BYTES_PER_RECORD, SIDE_BYTES, cuts, heap.records, heap.halved(n), held)
@@ -393,7 +394,7 @@ def _merge_in_memory(trace_dir: Path, manifest: dict[str, Any], calls: CallTable
         # before matching has found the clock shifts, which are zero unless
         # offsets were mismeasured, and built again when they are not. The
         # kernels, NumPy, Polars and pyarrow release the GIL.
-        matched = pool.submit(_match, rec, links, nranks, windows, shift_bounds(files, nranks))
+        matched = pool.submit(_match, rec, links, nranks, windows, shift_bounds(files, nranks), threaded_ranks(files))
         rows = event_rows(rec, links, calls)
         latest = latest_entries(rows)
         add_recv_bytes(rec, rows, starts, starts["record"], recorded)
@@ -527,12 +528,12 @@ def _release_files(records: dict[int, int], budget: int) -> bool:
 
 
 def _match(rec: Records, links: StartLinks, nranks: int, windows: dict[int, Window],
-           bounds: ShiftBounds) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool, str]:
+           bounds: ShiftBounds, threaded: tuple[int, ...]) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool, str]:
     """Matched messages, and the clock shifts (whole ranks) that remove any receive-before-send;
     the last item names the messages whose shift was refused (too large: damage), or is empty."""
     p2p = p2p_sides(rec, links).without(failed_events(rec))
     si, ri = match_around_gaps(p2p.sends, p2p.recvs, windows)
-    ri = reorder_threads(p2p, si, ri)
+    ri = reorder_threads(p2p, si, ri, threaded)
     done = p2p.recv_leave[ri] >= 0
     src, dst = p2p.sends.src[si][done], p2p.recvs.dst[ri][done]
     shifts, feasible, refused = causality_shifts(src, dst, p2p.sends.posted[si][done], p2p.recv_leave[ri][done],

@@ -59,6 +59,7 @@ class Whole:
     dense: dict[int, int]       # communicator gid -> dense id
     recorded: bool              # every rank file records received bytes
     buckets: int                # envelope buckets of the matching
+    threaded: tuple[int, ...] = ()   # the ranks of several threads (match.reorder_threads)
     processes: int = 1          # merging at once: a piece writes its events in parallel with the cores left
     behind: bool = False        # writes run beside the next piece's work (behind.py): one process, in turn
     ahead: bool = False         # and the next piece is read and built beside this one's (three fit the budget)
