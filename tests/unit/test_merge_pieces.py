@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 from mpiscope.errors import UsageError
 from mpiscope.trace import assembly, merge, open_trace, storage
 from mpiscope.trace import pieces as pieces_module
+from mpiscope.trace import record as R
 from mpiscope.trace.bounded import plan
 from mpiscope.trace.merge import BASE_BYTES, PIECE_BYTES_PER_RECORD, merge_trace
 from mpiscope.trace.reader import mapped, rank_files, read_rank_file
@@ -294,6 +295,30 @@ def test_an_envelope_larger_than_the_budget_is_matched_in_windows(tmp_path: Path
     assert 0 < how["largest_bucket"] <= 20_000, how
     assert len(list((pieces / "messages").iterdir())) > how["buckets"]   # several windows' parts
     assert not [w for w in result.warnings if "fullest matching bucket" in w]
+    assert_same_merge(whole, pieces)
+
+
+def test_buckets_beside_a_damaged_rank_are_matched_in_windows(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same halo with a block of rank 2 damaged (its records dropped: a gap): the buckets whose
+    messages touch rank 2 are matched whole, around its gap from both ends (damaged.py); the
+    others still in windows; the tables are the in-memory merge's."""
+    whole = tmp_path / "whole"
+    halo_trace(whole, 4, 400_000)
+    data = np.memmap(whole / "raw" / "rank-000002.msc", np.uint8, mode="r+")
+    at = R.HEADER_BYTES + 2 * R.BLOCK_BYTES + R.BLOCK_HEADER_BYTES + 1000
+    data[at:at + 8] ^= 0xff
+    data.flush()
+    del data
+    pieces = copy(whole, tmp_path / "pieces")
+    merge_trace(whole)
+    in_pieces_only(monkeypatch)
+    monkeypatch.setattr(merge, "most_records", lambda records, *_: max(records.values()) // 8)
+    monkeypatch.setattr(merge, "plan", lambda *args, **kw: dataclasses.replace(plan(*args, **kw), sides=20_000))
+    merge_trace(pieces, memory=budget_for(pieces))
+    assert any("rank 2: damaged raw file" in w for w in json.loads((whole / "manifest.json").read_text())["warnings"])
+    parts = [f.stem.count("-") for f in (pieces / "messages").glob("part-*.parquet")]
+    assert parts.count(1) >= 1 and parts.count(2) >= 2, parts   # matched whole, and windows' parts
     assert_same_merge(whole, pieces)
 
 

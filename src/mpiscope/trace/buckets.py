@@ -72,8 +72,9 @@ def match_bucket(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.nd
     (pieces.batches_of); counts: the sends and receives each piece spilled to it (piece x side);
     firsts: each piece's first entry. A bucket of more than `most` sides is matched in windows
     where it can be (_in_windows), else whole."""
-    if int(counts.sum()) > most and not windows and not damaged:
-        m = _in_windows(whole, event_offsets, held, counts, firsts, most, bounds, path)
+    if int(counts.sum()) > most:
+        m = _in_windows(whole, event_offsets, held, counts, firsts, most, bounds, path,
+                        np.array(sorted(set(windows) | set(damaged)), np.int64))
         if m is not None:
             return m
     p2p = _p2p(read_bucket(whole, "sends", event_offsets, *held[0]),
@@ -120,7 +121,8 @@ def _shown(refused: list[tuple[int, ...]]) -> list[str]:
 
 
 def _in_windows(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.ndarray, np.ndarray]],
-                counts: np.ndarray, firsts: np.ndarray, most: int, bounds: ShiftBounds, path: Path) -> Matched | None:
+                counts: np.ndarray, firsts: np.ndarray, most: int, bounds: ShiftBounds, path: Path,
+                damaged: np.ndarray) -> Matched | None:
     """A bucket matched in windows of at most `most` sides where its pieces' batches allow (counts:
     each piece's sends and receives in it), one part file each (PATH-W.parquet): the batches read
     in the order of the pieces' first entries (a rank's pieces in time order), each window's sends
@@ -129,13 +131,14 @@ def _in_windows(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.nda
     every earlier one of either side is then paired already: the pairs are those of the bucket
     matched whole. None (the bucket is then matched whole) where a receive completed before its
     send began between ranks of which one has several threads, whose pairing reorder_threads may
-    change (between single-threaded ranks that is the clocks' error: the pairs stand), or where
-    one side has no rows. The
+    change (between single-threaded ranks that is the clocks' error: the pairs stand), where a
+    message's source or destination is among the `damaged` ranks (matched around their gaps from
+    both ends: damaged.py), or where one side has no rows. The
     generated halo of 1,000 M records on 64 ranks has 64 envelopes of 5.2 M sends and receives
     each, more than a budget of 1 GiB holds."""
     chunks = sorted((int(firsts[piece]), piece, k, batch) for k, (pieces, batches) in enumerate(held)
                     for piece, batch in zip(pieces.tolist(), batches.tolist()))
-    window = _Window(bounds, path, whole.threaded)
+    window = _Window(bounds, path, whole.threaded, damaged)
     try:
         for _, piece, k, batch in chunks:
             rows = int(counts[piece, k])
@@ -154,14 +157,17 @@ def _in_windows(whole: Whole, event_offsets: np.ndarray, held: list[tuple[np.nda
 class _Window:
     """The sides a windowed bucket holds, its part files and what its windows told."""
 
-    def __init__(self, bounds: ShiftBounds, path: Path, threaded: tuple[int, ...]) -> None:
-        self.bounds, self.path, self.threaded = bounds, path, threaded
+    def __init__(self, bounds: ShiftBounds, path: Path, threaded: tuple[int, ...], damaged: np.ndarray) -> None:
+        self.bounds, self.path, self.threaded, self.damaged = bounds, path, threaded, damaged
         self.pending: list[list[pa.Table]] = [[], []]   # sends, receives: carried on, then read
         self.holding = self.most_held = 0
         self.parts: list[Path] = []
         self.told: list[Matched] = []
 
     def add(self, side: int, table: pa.Table) -> None:
+        if self.damaged.size and (np.isin(table["src"].to_numpy(), self.damaged)
+                                  | np.isin(table["dst"].to_numpy(), self.damaged)).any():
+            raise _Whole
         self.pending[side].append(table)
         self.holding += table.num_rows
 

@@ -267,13 +267,14 @@ def _merge_pieces(trace_dir: Path, manifest: dict[str, Any], calls: CallTable, f
 
 def _fullest_bucket(sides: int, budget: int) -> str:
     """The matching's one bound the merge cannot always keep: a bucket whose messages cannot be
-    matched in windows (buckets._in_windows: where ranks are damaged, or where a receive completed
-    before its send began, which threads' messages may need re-paired) is matched whole, and a
+    matched in windows (buckets._in_windows: messages of damaged ranks, or a receive that completed
+    before its send began where threads' messages may need re-paired) is matched whole, and a
     window holds at least one piece's sides of its bucket."""
     return (f"the fullest matching bucket held {sides:,} sends and receives at once, about "
             f"{sides * SIDE_BYTES / 2**30:.1f} GiB, more than the {budget / 2**30:.2f} GiB of --memory left them (a "
-            f"bucket with damaged ranks, or with receives that completed before their send began, is matched whole; "
-            f"another in windows of at least one piece's sides): the merge may have taken more; give a larger --memory")
+            f"bucket with messages of damaged ranks, or of threads received before their send began, is matched "
+            f"whole; another in windows of at least one piece's sides): the merge may have taken more; give a "
+            f"larger --memory")
 
 
 @dataclass(frozen=True)
