@@ -79,3 +79,34 @@ def test_threads_pairs_go_by_entry_and_completion() -> None:
     out = reorder_threads(p, si, ri, (0,))
     assert out[np.argsort(si)].tolist() == [1, 0]
     assert reorder_threads(p, si, ri, (5,)).tolist() == ri.tolist()  # another rank's threads
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.booleans()), min_size=1, max_size=30), st.randoms(use_true_random=False))
+def test_late_clusters_pair_by_entry_and_completion_the_others_stay(clusters, rnd):
+    """Clusters of overlapping sends and receives of one envelope, far apart in time, between a
+    sender of several threads and a receiver: in a cluster whose receives completed before its
+    sends began, the sends by entry take the receives by completion; every other pair stays."""
+    enter, leave, posted, done, late_of = [], [], [], [], []
+    for c, (size, late) in enumerate(clusters):
+        base = 100_000 * (c + 1)
+        enter += [base + v for v in rnd.sample(range(100), size)]
+        leave += [base + 200] * size
+        posted += [base - (900 if late else 0) + v for v in rnd.sample(range(100), size)]
+        done += [base - (500 if late else -400) + v for v in rnd.sample(range(100), size)]
+        late_of += [c if late else -1] * size
+    n = len(enter)
+    zeros, ev = np.zeros(n, np.int64), np.arange(n, dtype=np.int64)
+    sends = Side(zeros, zeros, zeros + 1, zeros, np.array(enter, np.int64), ev)
+    recvs = Side(zeros, zeros, zeros + 1, zeros, np.array(posted, np.int64), ev + n)
+    p = P2P(sends, zeros, np.array(leave, np.int64), recvs, zeros, np.array(done, np.int64))
+    si, ri = match_messages(sends, recvs)
+    out = reorder_threads(p, si, ri, (0,))
+    taken = dict(zip(si.tolist(), ri.tolist()))
+    want = dict(taken)
+    for c in set(late_of) - {-1}:
+        mine = [i for i in range(n) if late_of[i] == c]
+        by_entry = sorted(mine, key=lambda i: enter[i])
+        by_done = sorted((taken[i] for i in mine), key=lambda r: done[r])
+        want.update(zip(by_entry, by_done))
+    assert dict(zip(si.tolist(), out.tolist())) == want

@@ -139,12 +139,14 @@ def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray, threaded: tuple[int,
     recv_reach = _running_max(recv_end, group)
     apart = (enter[1:] > send_reach[:-1]) & (posted[1:] > recv_reach[:-1])
     cluster = np.cumsum(np.r_[True, new_env[1:] | apart])
+    # every cluster with a late pair at once (one by one, a scan of all pairs per cluster took
+    # quadratic time): its members by entry take the receives by completion; both orders list the
+    # clusters in turn, each as many members long
+    at = np.flatnonzero(np.isin(cluster, cluster[late]))
+    by_entry = at[np.lexsort((enter[at], cluster[at]))]
+    by_done = at[np.lexsort((recv_end[at], cluster[at]))]
     out = ri.copy()
-    for c in np.unique(cluster[late]):
-        at = np.flatnonzero(cluster == c)
-        by_entry = at[np.argsort(enter[at], kind="stable")]
-        by_done = at[np.argsort(recv_end[at], kind="stable")]
-        out[by_entry] = ri[by_done]
+    out[by_entry] = ri[by_done]
     back = np.empty_like(out)
     back[order] = out
     return back
