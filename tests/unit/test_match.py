@@ -82,26 +82,33 @@ def test_threads_pairs_go_by_entry_and_completion() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 4), st.booleans()), min_size=1, max_size=30), st.randoms(use_true_random=False))
-def test_late_clusters_pair_by_entry_and_completion_the_others_stay(clusters, rnd):
-    """Clusters of overlapping sends and receives of one envelope, far apart in time, between a
-    sender of several threads and a receiver: in a cluster whose receives completed before its
-    sends began, the sends by entry take the receives by completion; every other pair stays."""
-    enter, leave, posted, done, late_of = [], [], [], [], []
-    for c, (size, late) in enumerate(clusters):
+@given(st.lists(st.tuples(st.integers(1, 4), st.booleans(), st.sampled_from(["one", "sends", "recvs"])),
+                min_size=1, max_size=30), st.booleans(), st.randoms(use_true_random=False))
+def test_late_clusters_pair_by_entry_and_completion_the_others_stay(clusters, told, rnd):
+    """Clusters of overlapping sends and receives of one envelope, far apart in time, between ranks
+    of several threads: in a cluster whose receives completed before its sends began, and whose
+    sends or receives several threads made (or where the sides' threads are not told), the sends
+    by entry take the receives by completion; every other pair stays."""
+    enter, leave, posted, done, late_of, send_thread, recv_thread = [], [], [], [], [], [], []
+    for c, (size, late, threads) in enumerate(clusters):
         base = 100_000 * (c + 1)
         enter += [base + v for v in rnd.sample(range(100), size)]
         leave += [base + 200] * size
         posted += [base - (900 if late else 0) + v for v in rnd.sample(range(100), size)]
         done += [base - (500 if late else -400) + v for v in rnd.sample(range(100), size)]
-        late_of += [c if late else -1] * size
+        several = size > 1 and (threads != "one" or not told)
+        late_of += [c if late and several else -1] * size
+        send_thread += list(range(size)) if threads == "sends" else [0] * size
+        recv_thread += list(range(size)) if threads == "recvs" else [0] * size
     n = len(enter)
     zeros, ev = np.zeros(n, np.int64), np.arange(n, dtype=np.int64)
-    sends = Side(zeros, zeros, zeros + 1, zeros, np.array(enter, np.int64), ev)
-    recvs = Side(zeros, zeros, zeros + 1, zeros, np.array(posted, np.int64), ev + n)
+    sends = Side(zeros, zeros, zeros + 1, zeros, np.array(enter, np.int64), ev,
+                 np.array(send_thread, np.uint16) if told else None)
+    recvs = Side(zeros, zeros, zeros + 1, zeros, np.array(posted, np.int64), ev + n,
+                 np.array(recv_thread, np.uint16) if told else None)
     p = P2P(sends, zeros, np.array(leave, np.int64), recvs, zeros, np.array(done, np.int64))
     si, ri = match_messages(sends, recvs)
-    out = reorder_threads(p, si, ri, (0,))
+    out = reorder_threads(p, si, ri, (0, 1))
     taken = dict(zip(si.tolist(), ri.tolist()))
     want = dict(taken)
     for c in set(late_of) - {-1}:
@@ -110,3 +117,14 @@ def test_late_clusters_pair_by_entry_and_completion_the_others_stay(clusters, rn
         by_done = sorted((taken[i] for i in mine), key=lambda r: done[r])
         want.update(zip(by_entry, by_done))
     assert dict(zip(si.tolist(), out.tolist())) == want
+
+
+def test_a_cluster_of_one_thread_a_side_keeps_its_order_on_ranks_of_several() -> None:
+    """Ranks of several threads (both here), but one thread sent the cluster's messages and one
+    posted their receives: that order is the true one; sent from two threads, re-paired."""
+    p, si, ri = _crossed(2)
+    p.recvs.thread = np.array([0, 0], np.uint16)
+    p.sends.thread = np.array([1, 1], np.uint16)
+    assert reorder_threads(p, si, ri, (0, 1)).tolist() == ri.tolist()
+    p.sends.thread = np.array([1, 2], np.uint16)
+    assert reorder_threads(p, si, ri, (0, 1))[np.argsort(si)].tolist() == [1, 0]

@@ -72,7 +72,8 @@ def match_around_gaps(sends: Side, recvs: Side, windows: dict[int, Window]) -> t
 
 
 def _subset(s: Side, mask: np.ndarray) -> Side:
-    return Side(s.comm[mask], s.src[mask], s.dst[mask], s.tag[mask], s.posted[mask], s.event[mask])
+    return Side(s.comm[mask], s.src[mask], s.dst[mask], s.tag[mask], s.posted[mask], s.event[mask],
+                None if s.thread is None else s.thread[mask])
 
 
 def _envelope_keys(s: Side) -> np.ndarray:

@@ -35,6 +35,7 @@ class Side:
     tag: np.ndarray
     posted: np.ndarray   # ns: send entry, or receive posting
     event: np.ndarray    # event id: ties broken by recording order
+    thread: np.ndarray | None = None   # the thread that sent or posted it, where a rank has several
 
     @property
     def size(self) -> int:
@@ -60,7 +61,8 @@ class P2P:
 
 
 def _rows(s: Side, keep: np.ndarray) -> Side:
-    return Side(s.comm[keep], s.src[keep], s.dst[keep], s.tag[keep], s.posted[keep], s.event[keep])
+    return Side(s.comm[keep], s.src[keep], s.dst[keep], s.tag[keep], s.posted[keep], s.event[keep],
+                None if s.thread is None else s.thread[keep])
 
 
 # merge.h's MSM_* bits: what each role is for point-to-point traffic
@@ -68,13 +70,21 @@ _P2P_KINDS = {1: ("send",), 2: ("isend", "psend", "isendrecv"), 4: ("recv", "rec
               8: ("irecv", "precv", "isendrecv"), 16: ("mprobe",), 32: ("mrecv",), 64: ("imrecv",)}
 
 
-def p2p_sides(rec: Records, links: StartLinks) -> P2P:
+def p2p_sides(rec: Records, links: StartLinks, threads: bool = False) -> P2P:
+    """The sends and receives of the records; with `threads` (a rank has several: threaded_ranks),
+    the thread of each."""
     kind = np.zeros(len(ROLES), np.uint8)
     for bit, roles in _P2P_KINDS.items():
         kind[[ROLE[r] for r in roles]] |= bit
     s, r = native.p2p(rec.columns(), kind, links.columns())
-    return P2P(Side(s["comm"], s["src"], s["dst"], s["tag"], s["posted"], s["event"]), s["bytes"], s["leave"],
-               Side(r["comm"], r["src"], r["dst"], r["tag"], r["posted"], r["event"]), r["bytes"], r["leave"])
+    thread_of = None
+    if threads:  # each event's thread, by event id (a call's sub-records share its event)
+        has = rec.event >= 0
+        thread_of = np.zeros(int(rec.event.max()) + 1 if has.any() else 0, np.uint16)
+        thread_of[rec.event[has]] = rec.thread[has]
+    return P2P(*(item for d in (s, r) for item in (
+        Side(d["comm"], d["src"], d["dst"], d["tag"], d["posted"], d["event"],
+             None if thread_of is None else thread_of[d["event"]]), d["bytes"], d["leave"])))
 
 
 def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:
@@ -115,11 +125,13 @@ def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray, threaded: tuple[int,
     others, form a cluster; in a cluster where the order taken pairs a receive with a send
     entered after that receive completed (which the true pairing never does), the sends by
     entry are paired with the receives by completion instead: that pairing keeps every receive
-    after its send wherever any pairing of the cluster does. Only between ranks of which one
-    has several threads (`threaded`): a rank's one thread orders its calls itself, so between
-    two such ranks the order taken is the true one, and a receive before its send there is the
-    clocks' error, which their correction removes (or clamps). Re-paired by completion, two receives that
-    one thread posted and a Waitany reported the other way round would swap their messages."""
+    after its send wherever any pairing of the cluster does. Only clusters of several threads:
+    a thread orders its own calls, so where one thread sent a cluster's messages and one posted
+    their receives (or neither rank has several: `threaded`), the order taken is the true one,
+    and a receive before its send there is the clocks' error, which their correction removes (or
+    clamps). Re-paired by completion, two receives that one thread posted and a Waitany reported
+    the other way round would swap their messages. Without the sides' threads (Side.thread),
+    every cluster of a rank of several threads is taken as one of several threads."""
     late = ambiguous(p, si, ri, threaded)
     if not late.any():  # the common case: nothing to reorder
         return ri
@@ -143,6 +155,8 @@ def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray, threaded: tuple[int,
     # quadratic time): its members by entry take the receives by completion; both orders list the
     # clusters in turn, each as many members long
     at = np.flatnonzero(np.isin(cluster, cluster[late]))
+    if s.thread is not None and r.thread is not None and at.size:
+        at = at[_of_several_threads(cluster[at], s.thread[si][at], r.thread[ri][at])]
     by_entry = at[np.lexsort((enter[at], cluster[at]))]
     by_done = at[np.lexsort((recv_end[at], cluster[at]))]
     out = ri.copy()
@@ -150,6 +164,16 @@ def reorder_threads(p: P2P, si: np.ndarray, ri: np.ndarray, threaded: tuple[int,
     back = np.empty_like(out)
     back[order] = out
     return back
+
+
+def _of_several_threads(cluster: np.ndarray, send_thread: np.ndarray, recv_thread: np.ndarray) -> np.ndarray:
+    """Which members of the clusters (each contiguous) belong to a cluster whose sends more than
+    one thread made, or whose receives more than one thread posted."""
+    starts = np.flatnonzero(np.r_[True, cluster[1:] != cluster[:-1]])
+    several = np.zeros(starts.size, bool)
+    for t in (send_thread.astype(np.int64), recv_thread.astype(np.int64)):
+        several |= np.maximum.reduceat(t, starts) != np.minimum.reduceat(t, starts)
+    return np.repeat(several, np.diff(np.r_[starts, cluster.size]))
 
 
 def _running_max(x: np.ndarray, group: np.ndarray) -> np.ndarray:

@@ -532,7 +532,7 @@ def _match(rec: Records, links: StartLinks, nranks: int, windows: dict[int, Wind
            bounds: ShiftBounds, threaded: tuple[int, ...]) -> tuple[P2P, np.ndarray, np.ndarray, np.ndarray, bool, str]:
     """Matched messages, and the clock shifts (whole ranks) that remove any receive-before-send;
     the last item names the messages whose shift was refused (too large: damage), or is empty."""
-    p2p = p2p_sides(rec, links).without(failed_events(rec))
+    p2p = p2p_sides(rec, links, bool(threaded)).without(failed_events(rec))
     si, ri = match_around_gaps(p2p.sends, p2p.recvs, windows)
     ri = reorder_threads(p2p, si, ri, threaded)
     done = p2p.recv_leave[ri] >= 0

@@ -168,7 +168,7 @@ def survey(whole: Whole, index: int, piece: Piece, shifts: np.ndarray | None,
     sends = recvs = 0
     sides = None
     if shifts is None:
-        p2p = p2p_sides(r.rec, r.links).without(failed_events(r.rec))
+        p2p = p2p_sides(r.rec, r.links, bool(whole.threaded)).without(failed_events(r.rec))
         sends, recvs = p2p.sends.size, p2p.recvs.size
         where = [bucket_of(s.comm, s.src, s.dst, whole.buckets).astype(np.intp) for s in (p2p.sends, p2p.recvs)]
         sides = np.stack([np.bincount(w, minlength=whole.buckets) for w in where])
@@ -213,7 +213,8 @@ def _spill_sides(whole: Whole, piece: int, p: P2P, where: list[np.ndarray]) -> N
         order = np.argsort(bucket, kind="stable")
         table = pa.table({"comm": side.comm[order], "src": side.src[order], "dst": side.dst[order],
                           "tag": side.tag[order], "posted": side.posted[order], "event": side.event[order],
-                          "bytes": nbytes[order], "leave": leave[order]})
+                          "bytes": nbytes[order], "leave": leave[order],
+                          **({} if side.thread is None else {"thread": side.thread[order]})})
         bounds = np.searchsorted(bucket[order], np.arange(whole.buckets + 1))
         path = whole.spill / f"{name}-{piece:06d}.arrow"
         with pa.OSFile(str(path), "wb") as sink, \
