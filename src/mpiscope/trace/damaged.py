@@ -65,15 +65,10 @@ def match_around_gaps(sends: Side, recvs: Side, windows: dict[int, Window]) -> t
     damaged = np.array(sorted(windows), np.int64)
     touched = [np.isin(s.src, damaged) | np.isin(s.dst, damaged) for s in (sends, recvs)]
     s_touched, r_touched = touched
-    si, ri = match_messages(_subset(sends, ~s_touched), _subset(recvs, ~r_touched))
-    si2, ri2 = _match_ends(_subset(sends, s_touched), _subset(recvs, r_touched), windows)
+    si, ri = match_messages(sends.take(~s_touched), recvs.take(~r_touched))
+    si2, ri2 = _match_ends(sends.take(s_touched), recvs.take(r_touched), windows)
     return (np.concatenate([np.flatnonzero(~s_touched)[si], np.flatnonzero(s_touched)[si2]]),
             np.concatenate([np.flatnonzero(~r_touched)[ri], np.flatnonzero(r_touched)[ri2]]))
-
-
-def _subset(s: Side, mask: np.ndarray) -> Side:
-    return Side(s.comm[mask], s.src[mask], s.dst[mask], s.tag[mask], s.posted[mask], s.event[mask],
-                None if s.thread is None else s.thread[mask])
 
 
 def _envelope_keys(s: Side) -> np.ndarray:

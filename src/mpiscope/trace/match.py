@@ -41,6 +41,11 @@ class Side:
     def size(self) -> int:
         return int(self.comm.size)
 
+    def take(self, keep: np.ndarray) -> Side:
+        """The rows `keep` (a mask or indices) selects."""
+        return Side(self.comm[keep], self.src[keep], self.dst[keep], self.tag[keep], self.posted[keep],
+                    self.event[keep], None if self.thread is None else self.thread[keep])
+
 
 @dataclass
 class P2P:
@@ -56,13 +61,8 @@ class P2P:
         if not events.size:
             return self
         s, r = ~np.isin(self.sends.event, events), ~np.isin(self.recvs.event, events)
-        return P2P(_rows(self.sends, s), self.send_bytes[s], self.send_leave[s],
-                   _rows(self.recvs, r), self.recv_bytes[r], self.recv_leave[r])
-
-
-def _rows(s: Side, keep: np.ndarray) -> Side:
-    return Side(s.comm[keep], s.src[keep], s.dst[keep], s.tag[keep], s.posted[keep], s.event[keep],
-                None if s.thread is None else s.thread[keep])
+        return P2P(self.sends.take(s), self.send_bytes[s], self.send_leave[s],
+                   self.recvs.take(r), self.recv_bytes[r], self.recv_leave[r])
 
 
 # merge.h's MSM_* bits: what each role is for point-to-point traffic
