@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +10,15 @@ import numpy as np
 import pyarrow as pa
 
 from mpiscope.errors import UsageError
+from mpiscope.glibc import (
+    DEFAULT_MMAP_MAX,
+    DEFAULT_TRIM_THRESHOLD,
+    GROWN_MMAP_THRESHOLD,
+    M_MMAP_MAX,
+    M_MMAP_THRESHOLD,
+    M_TRIM_THRESHOLD,
+    glibc,
+)
 
 
 def available_memory() -> int | None:
@@ -52,24 +59,11 @@ def require_memory(what: str, events: int, bytes_per_event: int, path: Path) -> 
                          f"a part of the run (MPI_Pcontrol); mpiscope stats summarises a trace of any size")
 
 
-# glibc's mallopt parameters (malloc.h) and its defaults; glibc's threshold for mapping an
-# array on its own grows from 128 KiB as such arrays are freed, up to 32 MiB (64-bit)
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4
-DEFAULT_TRIM_THRESHOLD, DEFAULT_MMAP_MAX = 128 * 1024, 65536
-GROWN_MMAP_THRESHOLD = 32 << 20
 # Freed heap kept for the next arrays. More is faster but the merge's Polars and Arrow memory
 # (their own allocators) comes on top: 1,000 M records in pieces of one 15.6 M-record rank peaked
 # at 3.64 GB with 1 GiB kept (364 s), 4.45 GB with 2 GiB and 4.52 GB with 3 GiB (312 s), over
 # the default budget of 4 GiB. A smaller budget keeps less (merge._kept_heap).
 KEPT_HEAP_BYTES = 1 << 30
-
-
-def _glibc() -> ctypes.CDLL | None:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return None
-    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
 
 
 @contextmanager
@@ -82,7 +76,7 @@ def reused_heap(kept: int = KEPT_HEAP_BYTES) -> Iterator[None]:
     33.5 -> 28.3 s (system time 17.1 -> 8.9 s, peak 3.42 -> 3.76 GB), 30 M 11.6 -> 8.6 s
     (3.1 M -> 1.4 M page faults), 10 M in memory 2.10 -> 1.95 s (peak 2.15 -> 2.41 GB).
     Elsewhere than glibc, nothing changes."""
-    libc = _glibc()
+    libc = glibc()
     if libc is None or not libc.mallopt(M_MMAP_MAX, 0):
         yield
         return
@@ -99,7 +93,7 @@ def trim_heap() -> None:
     """Give the free memory of glibc's heap (malloc_trim; elsewhere than glibc, nothing) and of
     Arrow's pool back to the kernel now, where the next step allocates mostly through another
     allocator than the step before, which does not take what the other keeps."""
-    libc = _glibc()
+    libc = glibc()
     if libc is not None:
         libc.malloc_trim(0)
     pa.default_memory_pool().release_unused()
@@ -118,7 +112,7 @@ def released_heap() -> Iterator[None]:
     with this, at 1.11 GiB (80.6 s, not 69.6). After it, glibc's thresholds as they end up in a
     process that freed large arrays (they no longer move once set): arrays up to 32 MiB from the
     heap, which keeps twice that free at its top. Elsewhere than glibc, nothing changes."""
-    libc = _glibc()
+    libc = glibc()
     if libc is None or not libc.mallopt(M_MMAP_THRESHOLD, RELEASED_ABOVE):
         yield
         return
