@@ -56,8 +56,7 @@ class Matched:
 
 def _side(t: pa.Table) -> tuple[Side, np.ndarray, np.ndarray]:
     c = {n: t.column(n).to_numpy() for n in t.column_names}
-    return Side(c["comm"], c["src"], c["dst"], c["tag"], c["posted"], c["event"], c.get("thread")), c["bytes"], \
-        c["leave"]
+    return Side.of(c), c["bytes"], c["leave"]
 
 
 def _p2p(sends: pa.Table, recvs: pa.Table) -> P2P:

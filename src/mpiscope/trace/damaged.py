@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mpiscope.trace.columns import Records
-from mpiscope.trace.match import Side, match_messages
+from mpiscope.trace.match import SIDE_FIELDS, Side, match_messages
 from mpiscope.trace.reader import RankFile
 from mpiscope.trace.requests import StartLinks
 
@@ -90,8 +90,7 @@ def _may_match(s: Side, owner: np.ndarray, windows: dict[int, Window]) -> tuple[
 def _match_ends(sends: Side, recvs: Side, windows: dict[int, Window]) -> tuple[np.ndarray, np.ndarray]:
     """Pairs among messages that touch a damaged rank: same envelope, same position from the
     front where both may be matched from the front, or from the back where both may."""
-    joined = Side(*(np.concatenate([getattr(sends, f), getattr(recvs, f)])
-                    for f in ("comm", "src", "dst", "tag", "posted", "event")))
+    joined = Side.of({f: np.concatenate([getattr(sends, f), getattr(recvs, f)]) for f in SIDE_FIELDS})
     key = _envelope_keys(joined)
     may_front, may_back = _may_match(joined, np.concatenate([sends.src, recvs.dst]), windows)
     n = sends.size

@@ -15,6 +15,7 @@ recording is paused.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,10 +42,22 @@ class Side:
     def size(self) -> int:
         return int(self.comm.size)
 
+    @classmethod
+    def of(cls, columns: Mapping[str, np.ndarray]) -> Side:
+        """A side from its columns by name (the kernel's, a spill's), its thread where they hold it."""
+        return cls(*(columns[f] for f in SIDE_FIELDS), columns.get("thread"))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Its columns by name, the thread where it has it."""
+        held = {f: getattr(self, f) for f in SIDE_FIELDS}
+        return held if self.thread is None else {**held, "thread": self.thread}
+
     def take(self, keep: np.ndarray) -> Side:
         """The rows `keep` (a mask or indices) selects."""
-        return Side(self.comm[keep], self.src[keep], self.dst[keep], self.tag[keep], self.posted[keep],
-                    self.event[keep], None if self.thread is None else self.thread[keep])
+        return Side.of({f: values[keep] for f, values in self.columns().items()})
+
+
+SIDE_FIELDS = ("comm", "src", "dst", "tag", "posted", "event")   # Side's, but the optional thread
 
 
 @dataclass
@@ -83,8 +96,7 @@ def p2p_sides(rec: Records, links: StartLinks, threads: bool = False) -> P2P:
         thread_of = np.zeros(int(rec.event.max()) + 1 if has.any() else 0, np.uint16)
         thread_of[rec.event[has]] = rec.thread[has]
     return P2P(*(item for d in (s, r) for item in (
-        Side(d["comm"], d["src"], d["dst"], d["tag"], d["posted"], d["event"],
-             None if thread_of is None else thread_of[d["event"]]), d["bytes"], d["leave"])))
+        Side.of(d if thread_of is None else {**d, "thread": thread_of[d["event"]]}), d["bytes"], d["leave"])))
 
 
 def match_messages(sends: Side, recvs: Side) -> tuple[np.ndarray, np.ndarray]:

@@ -211,10 +211,7 @@ def _spill_sides(whole: Whole, piece: int, p: P2P, where: list[np.ndarray]) -> N
     for (name, side, nbytes, leave), bucket in zip((("sends", p.sends, p.send_bytes, p.send_leave),
                                                     ("recvs", p.recvs, p.recv_bytes, p.recv_leave)), where):
         order = np.argsort(bucket, kind="stable")
-        table = pa.table({"comm": side.comm[order], "src": side.src[order], "dst": side.dst[order],
-                          "tag": side.tag[order], "posted": side.posted[order], "event": side.event[order],
-                          "bytes": nbytes[order], "leave": leave[order],
-                          **({} if side.thread is None else {"thread": side.thread[order]})})
+        table = pa.table({**side.take(order).columns(), "bytes": nbytes[order], "leave": leave[order]})
         bounds = np.searchsorted(bucket[order], np.arange(whole.buckets + 1))
         path = whole.spill / f"{name}-{piece:06d}.arrow"
         with pa.OSFile(str(path), "wb") as sink, \
